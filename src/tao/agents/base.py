@@ -1,0 +1,93 @@
+"""What every agent shares: the Result, the sync/async/stream facade, sinks, language choice."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..events import Event, RunFinished
+from ..messages import Message, Usage
+
+Status = Literal["done", "max_turns", "error"]
+Sink = Callable[[Event], Any]
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def detect_language(text: str) -> str:
+    """"zh" when the task has any CJK ideograph, else "en": prompts follow the user's language."""
+    return "zh" if _CJK.search(text) else "en"
+
+
+@dataclass(slots=True)
+class Result:
+    answer: str | None
+    status: Status
+    turns: int
+    tool_calls: int
+    usage: Usage = field(default_factory=Usage)
+    duration_s: float = 0.0
+    messages: list[Message] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+    def to_dict(self, with_messages: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "answer": self.answer, "status": self.status, "turns": self.turns,
+            "tool_calls": self.tool_calls, "usage": self.usage.to_dict(),
+            "duration_s": round(self.duration_s, 6),
+        }
+        if self.error:
+            d["error"] = self.error
+        if with_messages:
+            d["messages"] = [m.to_dict() for m in self.messages]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Result:
+        u = d.get("usage") or {}
+        return cls(d.get("answer"), d["status"], d["turns"], d["tool_calls"],
+                   Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
+                   d.get("duration_s", 0.0), [Message.from_dict(m) for m in d.get("messages", [])],
+                   d.get("error"))
+
+
+class Agent:
+    """Base class: subclasses implement ``stream(task)``, an async generator of events that ends
+    with ``RunFinished``. ``arun``/``run`` drive it and hand every event to the sinks."""
+
+    name = "agent"
+
+    def stream(self, task: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def arun(self, task: str, sinks: Iterable[Sink] = ()) -> Result:
+        sinks = list(sinks)
+        result = None
+        async for event in self.stream(task):
+            for sink in sinks:
+                sink(event)
+            if type(event) is RunFinished:
+                result = event.result
+        if result is None:  # pragma: no cover - every agent ends with RunFinished
+            raise RuntimeError(f"{type(self).__name__}.stream() ended without RunFinished")
+        return result
+
+    def run(self, task: str, sinks: Iterable[Sink] = ()) -> Result:
+        """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(task, sinks))
+        box: list[Any] = []
+        thread = threading.Thread(target=lambda: box.append(asyncio.run(self.arun(task, sinks))))
+        thread.start()
+        thread.join()
+        return box[0]

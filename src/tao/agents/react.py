@@ -1,0 +1,92 @@
+"""ReAct: think, act, observe - until the model answers or the turn budget runs out."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Literal
+
+from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
+                      RunStarted, Thought, TokenDelta, TurnStarted)
+from ..messages import Message, Usage
+from ..models.base import Model, ModelResponse
+from ..tools.base import Tool, Toolbox
+from .base import Agent, Result, detect_language
+from .protocols import TextProtocol, ToolsProtocol
+
+
+class ReActAgent(Agent):
+    """``ReActAgent(model, tools, protocol="tools"|"text", max_turns=10, system_prompt=None)``.
+
+    One turn is one model call. ``protocol="tools"`` uses native function calling (several calls
+    in a turn run concurrently); ``"text"`` uses the seed 001 Thought/Action/Observation text,
+    parsed tolerantly, with corrective observations for replies it cannot use. ``language``
+    ("zh"/"en") picks the prompt; by default it follows the task.
+    """
+
+    name = "react"
+
+    def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
+                 protocol: Literal["tools", "text"] = "tools", max_turns: int = 10,
+                 system_prompt: str | None = None, language: str | None = None):
+        if protocol not in ("tools", "text"):
+            raise ValueError(f"protocol must be 'tools' or 'text', not {protocol!r}")
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self.model = model
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.protocol = TextProtocol() if protocol == "text" else ToolsProtocol()
+        self.max_turns = max_turns
+        self.system_prompt = system_prompt
+        self.language = language
+        if protocol == "text":
+            self.name = "react-text"
+
+    async def stream(self, task: str) -> AsyncIterator[Event]:
+        start = time.perf_counter()
+        lang = self.language or detect_language(task)
+        proto, toolbox = self.protocol, self.toolbox
+        system = self.system_prompt or proto.system_prompt(lang, toolbox)
+        messages = [Message.system(system), Message.user(task)]
+        kwargs = proto.model_kwargs(self.model, toolbox, lang)
+        usage, n_calls, turn = Usage(), 0, 0
+        answer, status, error = None, "max_turns", None
+        yield RunStarted(task, self.name, self.model.name)
+        try:
+            while turn < self.max_turns:
+                turn += 1
+                yield TurnStarted(turn)
+                response = None
+                async for chunk in self.model.stream(messages, **kwargs):
+                    if type(chunk) is str:
+                        yield TokenDelta(chunk, turn)
+                    elif type(chunk) is ModelResponse:
+                        response = chunk
+                    else:
+                        yield ModelRetry(turn, chunk.attempt, chunk.reason, chunk.delay_s)
+                usage.add(response.usage)
+                step = proto.read(response.message, lang, toolbox)
+                messages.append(step.message)
+                if step.thought:
+                    yield Thought(step.thought, turn)
+                if step.final is not None:
+                    answer, status = step.final, "done"
+                    yield FinalAnswer(answer, turn)
+                    break
+                if step.error is not None:
+                    messages.append(step.correction)
+                    yield Error(step.error, turn, recoverable=True)
+                    continue
+                for call in step.calls:
+                    yield Action(call, turn)
+                results = await toolbox.execute_all(step.calls)
+                n_calls += len(step.calls)
+                for call, res in zip(step.calls, results):
+                    messages.append(proto.observation(call, res, lang))
+                    yield Observation(call.id, call.name, res.content, res.is_error, turn, res.duration_s)
+        except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
+            status, error = "error", f"{type(e).__name__}: {e}"
+            yield Error(error, turn)
+        result = Result(answer, status, turn, n_calls, usage, time.perf_counter() - start,
+                        messages, error)
+        yield RunFinished(result)

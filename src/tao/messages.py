@@ -1,0 +1,95 @@
+"""Provider-neutral conversation types.
+
+Everything inside tao speaks these; translation to the OpenAI wire format or to a GGUF chat
+template happens at the model's edge (``tao.models.*``) and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One call the model asked for. ``arguments`` is already a dict; when the model sent
+    something that is not a JSON object, ``arguments`` is empty and ``parse_error`` says why, so
+    the tool layer can answer the model with a precise observation instead of crashing."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    parse_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.parse_error:
+            d["parse_error"] = self.parse_error
+        return d
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage | None) -> None:
+        if other is not None:
+            self.prompt_tokens += other.prompt_tokens
+            self.completion_tokens += other.completion_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # tool name on role="tool" messages
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls("system", content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls("user", content)
+
+    @classmethod
+    def assistant(cls, content: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
+        return cls("assistant", content, tool_calls or [])
+
+    @classmethod
+    def tool(cls, content: str, tool_call_id: str, name: str | None = None) -> Message:
+        return cls("tool", content, tool_call_id=tool_call_id, name=name)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            d["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            d["name"] = self.name
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Message:
+        calls = [
+            ToolCall(c["id"], c["name"], c.get("arguments") or {}, c.get("parse_error"))
+            for c in d.get("tool_calls") or []
+        ]
+        return cls(d["role"], d.get("content") or "", calls, d.get("tool_call_id"), d.get("name"))

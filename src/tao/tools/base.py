@@ -1,0 +1,284 @@
+"""Tools: ``@tool`` for functions, ``Tool`` for hand-written classes, ``Toolbox`` to run them.
+
+Argument schemas come from type hints and the docstring and are validated with pydantic, but the
+pydantic model is built lazily on first use so that defining tools at import time stays cheap.
+Whatever goes wrong inside a call - unknown name, invalid arguments, an exception, a timeout -
+comes back as an error observation the model can read and correct; it never ends the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..messages import ToolCall
+from ..models.base import ToolSpec
+
+MAX_OBSERVATION_CHARS = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+    duration_s: float = 0.0
+    value: Any = None  # the raw Python value, for callers that want more than text
+
+
+class Tool:
+    """A tool. Subclass it and define ``name``, ``description``, an ``Args`` pydantic model and
+    ``run(**args)`` (sync or async) - or use ``@tool`` on a function.
+
+    ``timeout`` (seconds) bounds async tools and sync tools run in a thread.
+    """
+
+    name: str = ""
+    description: str = ""
+    Args: Any = None  # a pydantic BaseModel subclass describing the arguments
+    timeout: float | None = None
+
+    def run(self, **kwargs: Any) -> Any:  # pragma: no cover - subclasses override
+        raise NotImplementedError(f"tool {self.name!r} does not implement run()")
+
+    # -- schema ---------------------------------------------------------------------------
+    def args_model(self) -> Any:
+        if self.Args is None:
+            raise TypeError(f"tool {self.name!r} has no Args model")
+        return self.Args
+
+    @property
+    def spec(self) -> ToolSpec:
+        spec = self.__dict__.get("_spec")
+        if spec is None:
+            schema = self.args_model().model_json_schema()
+            schema.pop("title", None)
+            for prop in schema.get("properties", {}).values():
+                prop.pop("title", None)
+            spec = ToolSpec(self.name, self.description, schema)
+            self.__dict__["_spec"] = spec
+        return spec
+
+    def signature(self) -> str:
+        """``name(a: int, b: int)``: how prompts that list functions show this tool."""
+        props = self.spec.parameters.get("properties", {})
+        parts = [f"{k}: {_type_name(v)}" for k, v in props.items()]
+        return f"{self.name}({', '.join(parts)})"
+
+    # -- calling --------------------------------------------------------------------------
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments, or ``ValueError`` with a message written for a model."""
+        from pydantic import ValidationError
+
+        model = self.args_model()
+        try:
+            parsed = model.model_validate(arguments)
+        except ValidationError as e:
+            raise ValueError(_explain(self, e)) from None
+        return {name: getattr(parsed, name) for name in model.model_fields}
+
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.run)
+
+
+def _type_name(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(repr(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " | ".join(_type_name(p) for p in prop["anyOf"])
+    return {"number": "float", "integer": "int", "string": "str", "boolean": "bool",
+            "array": "list", "object": "dict", "null": "None"}.get(prop.get("type", ""), "Any")
+
+
+def _explain(tool: Tool, error: Any) -> str:
+    lines = []
+    for err in error.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        got = err.get("input")
+        lines.append(f"- {where}: {err['msg']}" + ("" if err["type"] == "missing" else f" (got {got!r})"))
+    return f"invalid arguments for {tool.signature()}:\n" + "\n".join(lines)
+
+
+class FunctionTool(Tool):
+    """A tool made from a plain function by ``@tool``."""
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None,
+                 description: str | None = None, timeout: float | None = None):
+        self.fn = fn
+        self.name = name or fn.__name__
+        self._doc = inspect.getdoc(fn) or ""
+        self._description = description
+        self.timeout = timeout
+        self._args_model: Any = None
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        if self._description is None:
+            from docstring_parser import parse
+
+            doc = parse(self._doc)
+            parts = [doc.short_description or "", doc.long_description or ""]
+            self._description = "\n\n".join(p for p in parts if p).strip() or self.name
+        return self._description
+
+    def args_model(self) -> Any:
+        if self._args_model is None:
+            self._args_model = _model_from_signature(self.fn, self.name, self._doc)
+        return self._args_model
+
+    def run(self, **kwargs: Any) -> Any:
+        return self.fn(**kwargs)
+
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the decorated function still calls the function."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name}>"
+
+
+def _model_from_signature(fn: Callable[..., Any], name: str, doc: str) -> Any:
+    from typing import get_type_hints
+
+    from docstring_parser import parse
+    from pydantic import ConfigDict, Field, create_model
+
+    param_docs = {p.arg_name: p.description for p in parse(doc).params}
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"@tool {name}: *args/**kwargs cannot be described to a model")
+        annotation = hints.get(pname, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
+    return create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None, timeout: float | None = None) -> Any:
+    """Make a function a tool. The argument schema comes from the type hints, the description and
+    per-parameter descriptions from the docstring (Google, reST or numpy style)::
+
+        @tool
+        def add(a: float, b: float) -> float:
+            '''Add two numbers.
+
+            Args:
+                a: the first number
+                b: the second number
+            '''
+            return a + b
+    """
+    if fn is None:
+        return lambda f: FunctionTool(f, name, description, timeout)
+    return FunctionTool(fn, name, description, timeout)
+
+
+def to_text(value: Any) -> str:
+    """How a tool's return value reads to a model: 36.0 reads as 36, dicts as JSON."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, bool) or value is None:
+        text = str(value)
+    elif isinstance(value, float):
+        text = str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+    elif isinstance(value, (int, complex)):
+        text = str(value)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = str(value)
+    if len(text) > MAX_OBSERVATION_CHARS:
+        cut = len(text) - MAX_OBSERVATION_CHARS
+        text = f"{text[:MAX_OBSERVATION_CHARS]}\n... [truncated {cut} characters]"
+    return text
+
+
+class Toolbox:
+    """The registry an agent calls tools through."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()):
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, t: Tool | Callable[..., Any]) -> Tool:
+        if not isinstance(t, Tool):
+            if not callable(t):
+                raise TypeError(f"not a tool: {t!r}")
+            t = FunctionTool(t)
+        if not t.name:
+            raise TypeError(f"{type(t).__name__} has no name")
+        if t.name in self._tools:
+            raise ValueError(f"two tools are named {t.name!r}")
+        self._tools[t.name] = t
+        return t
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec for t in self._tools.values()]
+
+    async def execute(self, call: ToolCall, *, in_thread: bool = False) -> ToolResult:
+        """Run one call; every failure becomes an error ``ToolResult``."""
+        start = time.perf_counter()
+        t = self._tools.get(call.name)
+        if t is None:
+            available = ", ".join(self._tools) or "(none)"
+            return ToolResult(f"Error: unknown tool {call.name!r}. Available tools: {available}",
+                              True, time.perf_counter() - start)
+        if call.parse_error:
+            return ToolResult(f"Error: the arguments for {t.signature()} were not valid JSON "
+                              f"({call.parse_error}). Send a JSON object.", True,
+                              time.perf_counter() - start)
+        try:
+            kwargs = t.validate(call.arguments)
+            if t.is_async():
+                coro = t.run(**kwargs)
+                value = await (asyncio.wait_for(coro, t.timeout) if t.timeout else coro)
+            elif in_thread or t.timeout:
+                fut = asyncio.to_thread(t.run, **kwargs)
+                value = await (asyncio.wait_for(fut, t.timeout) if t.timeout else fut)
+            else:
+                value = t.run(**kwargs)
+        except ValueError as e:
+            msg = str(e) if str(e).startswith("invalid arguments") else f"ValueError: {e}"
+            return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
+        except TimeoutError:
+            return ToolResult(f"Error: tool {t.name!r} timed out after {t.timeout} s", True,
+                              time.perf_counter() - start)
+        except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
+            return ToolResult(f"Error: {type(e).__name__}: {e}", True, time.perf_counter() - start)
+        return ToolResult(to_text(value), False, time.perf_counter() - start, value)
+
+    async def execute_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run the calls of one turn concurrently; results come back in call order. A single call
+        runs inline (no task, no thread) - the common case stays cheap."""
+        if len(calls) == 1:
+            return [await self.execute(calls[0])]
+        return list(await asyncio.gather(*(self.execute(c, in_thread=True) for c in calls)))

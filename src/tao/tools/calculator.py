@@ -1,0 +1,142 @@
+"""The seeds' calculators.
+
+``calculator`` is the four-operation tool of seed 000 §4.5. ``calculate`` evaluates an arithmetic
+expression by walking its AST against a whitelist - never ``eval`` - and refuses anything else,
+including powers and products whose result would be huge (``9**9**9``), before computing them.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Literal
+
+from .base import tool
+
+
+@tool
+def calculator(operation: Literal["add", "subtract", "multiply", "divide"], a: float, b: float) -> float:
+    """四则运算计算器 / Four-operation calculator: add, subtract, multiply or divide two numbers.
+
+    Args:
+        operation: add, subtract, multiply or divide
+        a: the first number
+        b: the second number
+    """
+    if operation == "add":
+        return a + b
+    if operation == "subtract":
+        return a - b
+    if operation == "multiply":
+        return a * b
+    if b == 0:
+        raise ZeroDivisionError("division by zero / 除数不能为 0")
+    return a / b
+
+
+MAX_EXPRESSION_CHARS = 1000
+MAX_INT_BITS = 4096  # about 1233 decimal digits: more than any arithmetic question needs
+MAX_NODES = 400
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCS = {
+    "sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max, "floor": math.floor,
+    "ceil": math.ceil, "log": math.log, "log10": math.log10, "exp": math.exp, "sin": math.sin,
+    "cos": math.cos, "tan": math.tan,
+}
+_CONSTANTS = {"pi": math.pi, "e": math.e}
+_NORMALISE = str.maketrans({"×": "*", "÷": "/", "（": "(", "）": ")", "＋": "+", "－": "-",
+                            "−": "-", "＊": "*", "／": "/", "^": "**", "，": ","})
+
+
+class CalculationError(ValueError):
+    pass
+
+
+def _bits(x: int | float) -> float:
+    if isinstance(x, int):
+        return abs(x).bit_length()
+    return math.log2(abs(x)) if x and math.isfinite(x) else 0.0
+
+
+def _check_size(op: type, left: int | float, right: int | float) -> None:
+    if op is ast.Pow:
+        if isinstance(right, (int, float)) and abs(right) > 1 and abs(left) > 1:
+            if _bits(left) * abs(right) > MAX_INT_BITS:
+                raise CalculationError(f"result too large: {left} ** {right} is refused")
+    elif op is ast.Mult and isinstance(left, int) and isinstance(right, int):
+        if _bits(left) + _bits(right) > MAX_INT_BITS:
+            raise CalculationError("result too large: product is refused")
+
+
+def _eval(node: ast.AST) -> int | float:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _eval(node.left), _eval(node.right)
+        _check_size(type(node.op), left, right)
+        try:
+            value = _BINOPS[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise CalculationError("division by zero / 除数不能为 0") from None
+        except OverflowError:
+            raise CalculationError("result too large (overflow)") from None
+        if isinstance(value, complex):
+            raise CalculationError("the result is not a real number")
+        return value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand))
+    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
+        if node.keywords:
+            raise CalculationError("keyword arguments are not allowed")
+        args = [_eval(a) for a in node.args]
+        try:
+            return _FUNCS[node.func.id](*args)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise CalculationError(f"{node.func.id}(): {e}") from None
+    what = {ast.Name: "names", ast.Attribute: "attributes", ast.Call: "calls",
+            ast.Subscript: "subscripts", ast.Lambda: "lambdas"}.get(type(node), type(node).__name__)
+    allowed = ", ".join(_FUNCS)
+    raise CalculationError(
+        f"not allowed in an expression: {what} ({ast.unparse(node)[:60]}). Use numbers, "
+        f"+ - * / // % **, parentheses and {allowed}, pi, e"
+    )
+
+
+def evaluate(expression: str) -> int | float:
+    """Evaluate an arithmetic expression safely, or raise ``CalculationError``."""
+    if not isinstance(expression, str):
+        raise CalculationError("the expression must be a string")
+    expression = expression.translate(_NORMALISE).strip().rstrip("=").strip()
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise CalculationError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError as e:
+        raise CalculationError(f"not a valid expression: {e.msg}") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+        raise CalculationError("expression too complex")
+    value = _eval(tree)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CalculationError("result is not finite")
+    return value
+
+
+@tool
+def calculate(expression: str) -> float:
+    """计算一个算术表达式 / Evaluate an arithmetic expression, e.g. "50 - 3*12 - 2*5".
+
+    Args:
+        expression: numbers, + - * / // % **, parentheses, sqrt abs round min max floor ceil log exp
+    """
+    return evaluate(expression)
