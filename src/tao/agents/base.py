@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..events import Event, RunFinished
+from ..lang import detect_language
 from ..messages import Message, Usage
 
 Status = Literal["done", "max_turns", "error"]
 Sink = Callable[[Event], Any]
-
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
-def detect_language(text: str) -> str:
-    """"zh" when the task has any CJK ideograph, else "en": prompts follow the user's language."""
-    return "zh" if _CJK.search(text) else "en"
-
 
 @dataclass(slots=True)
 class Result:

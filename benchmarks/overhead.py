@@ -1,0 +1,106 @@
+"""Framework overhead per run and per added turn, with an instant ScriptedModel and add(a, b).
+
+Workload (the one the peers were measured with on this machine): a 2-turn run (one tool call,
+then the answer "42") and a 10-turn run (nine calls, then the answer). Per added turn =
+(median 10-turn - median 2-turn) / 8. A hand-written asyncio loop doing the same work runs in the
+same process as the reference, so compare ratios, not absolute numbers, across machines.
+Also measures cold ``import tao`` in fresh interpreters against a bare interpreter start.
+
+    python benchmarks/overhead.py [--runs 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+
+from tao import ReActAgent, ScriptedModel, tool, tool_call
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def script(turns: int) -> list:
+    return [tool_call("add", a=i, b=1) for i in range(turns - 1)] + ["42"]
+
+
+async def bench_tao(turns: int, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns)
+        t = time.perf_counter()
+        result = await agent.arun("what is 41 + 1?")
+        times.append(time.perf_counter() - t)
+        assert result.answer == "42" and result.turns == turns
+    return times
+
+
+async def bench_handwritten(turns: int, runs: int) -> list[float]:
+    """The reference: the least a loop can do - call model, call tool, append, repeat."""
+
+    async def model(i: int) -> dict:
+        return {"tool": "add", "args": {"a": i, "b": 1}} if i < turns - 1 else {"answer": "42"}
+
+    async def agent() -> str:
+        history: list = []
+        for i in range(turns):
+            reply = await model(i)
+            if "answer" in reply:
+                return reply["answer"]
+            history.append(reply)
+            history.append(add.fn(**reply["args"]))
+        return ""
+
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        assert await agent() == "42"
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def cold_import(n: int) -> tuple[float, float]:
+    def median_of(code: str) -> float:
+        samples = []
+        for _ in range(n):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            samples.append(time.perf_counter() - t)
+        return statistics.median(samples)
+
+    return median_of("pass"), median_of("import tao")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--imports", type=int, default=15)
+    args = ap.parse_args()
+    rows = []
+    for label, fn in (("tao ReActAgent", bench_tao), ("hand-written asyncio loop", bench_handwritten)):
+        asyncio.run(fn(2, 200))  # warm up: lazy schemas, imports
+        t2 = statistics.median(asyncio.run(fn(2, args.runs))) * 1000
+        t10 = statistics.median(asyncio.run(fn(10, args.runs))) * 1000
+        rows.append((label, t2, t10, (t10 - t2) / 8))
+    print(f"| loop | 2-turn run (ms) | 10-turn run (ms) | per added turn (ms) |")
+    print("|---|---|---|---|")
+    for label, t2, t10, per in rows:
+        print(f"| {label} | {t2:.4f} | {t10:.4f} | {per:.4f} |")
+    bare, tao_import = cold_import(args.imports)
+    print()
+    print("| cold start | median (s) |")
+    print("|---|---|")
+    print(f"| python -c pass | {bare:.3f} |")
+    print(f"| python -c 'import tao' | {tao_import:.3f} |")
+    print(f"| import tao alone (difference) | {tao_import - bare:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
