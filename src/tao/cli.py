@@ -1,0 +1,137 @@
+"""The ``tao`` command: ``tao run TASK`` shows the agent's Thought/Action/Observation chain live.
+
+    tao run "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
+    tao run "What is 15 * 27?" --agent react-text --model openai:gpt-4o-mini --trace run.jsonl
+    tao run "..." --json          # the Result as JSON on stdout, nothing else
+
+Exit status: 0 when the agent answered, 1 when it did not (turn limit or error), 2 for usage
+errors (bad options, an unknown model, a model that cannot be built: missing key, bad checksum).
+
+``build_agent`` and ``run_task`` are importable so the command's behaviour can be reused (and
+tested with a ``ScriptedModel`` by patching ``tao.cli.resolve_model``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from . import __version__
+from .agents.base import Agent, Result
+from .agents.react import ReActAgent
+from .errors import TaoError
+from .models.base import Model
+from .models.resolve import resolve_model
+from .sinks.console import ConsoleSink
+from .sinks.jsonl import JsonlTrace
+from .tools.calculator import calculate, calculator
+
+AGENTS = ("react", "react-text")
+
+app = typer.Typer(
+    name="tao", help="ReAct agents that show their work: Thought, Action, Observation.",
+    add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False,
+)
+
+
+class AgentKind(str, Enum):
+    react = "react"
+    react_text = "react-text"
+
+
+def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
+    """The agent ``--agent`` names, with the built-in calculators as its tools."""
+    agent = getattr(agent, "value", agent)
+    tools = [calculator, calculate]
+    if agent == "react":
+        return ReActAgent(model, tools, protocol="tools", max_turns=max_turns)
+    if agent == "react-text":
+        return ReActAgent(model, tools, protocol="text", max_turns=max_turns)
+    raise ValueError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
+
+
+def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
+             json_output: bool = False, trace: str | os.PathLike[str] | None = None,
+             quiet: bool = False, console: Any = None) -> Result:
+    """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
+    default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
+    trace to ``trace`` when given. Returns the Result."""
+    runner = build_agent(agent, model, max_turns)
+    sinks: list[Any] = []
+    if trace is not None:
+        try:
+            sinks.append(JsonlTrace(trace))
+        except OSError as e:
+            raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
+                                     param_hint="'--trace'") from None
+    if not json_output:
+        sinks.append(ConsoleSink(console, quiet=quiet))
+    try:
+        result = runner.run(task, sinks)
+    finally:
+        for sink in sinks:
+            sink.close()
+    if json_output:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+    return result
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True).print(Text(message, style="bold red"), soft_wrap=True)
+    return typer.Exit(code)
+
+
+@app.command("run")
+def run_command(
+    task: Annotated[str, typer.Argument(help="The task or question, in any language.")],
+    agent: Annotated[AgentKind, typer.Option(
+        "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol.",
+    )] = AgentKind.react,
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="auto | local | local-1.5b | openai | openai:NAME. auto uses the "
+        "endpoint when TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, "
+        "else the embedded local model.",
+    )] = "auto",
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print only the result as JSON (answer, status, turns, tool_calls, usage, "
+        "duration_s).",
+    )] = False,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", dir_okay=False, help="Write every event to this JSONL file.",
+    )] = None,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget.")] = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
+) -> None:
+    """Run an agent on TASK with the built-in calculator tools."""
+    try:
+        chosen = resolve_model(model)
+    except (TaoError, ValueError) as e:
+        raise _fail(f"error: {e}", 2) from None
+    try:
+        result = run_task(task, chosen, agent=agent.value, max_turns=max_turns,
+                          json_output=json_output, trace=trace, quiet=quiet)
+    except KeyboardInterrupt:
+        raise _fail("interrupted", 130) from None
+    if not result.ok and quiet and not json_output:
+        why = result.error or f"no final answer after {result.turns} turns ({result.status})"
+        raise _fail(why, 1)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command("version")
+def version_command() -> None:
+    """Print tao's version."""
+    typer.echo(f"tao {__version__}")
+
+
+def main() -> None:
+    """Console-script entry point (``tao``)."""
+    app(prog_name="tao")

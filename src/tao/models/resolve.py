@@ -1,0 +1,37 @@
+"""``resolve_model(spec)``: a model from a short string (the CLI's ``--model``)."""
+
+from __future__ import annotations
+
+import os
+
+from .base import Model
+
+SPECS = ("auto", "local", "local-1.5b", "openai", "openai:NAME")
+_ENDPOINT_VARS = ("TAO_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "TAO_BASE_URL")
+
+
+def resolve_model(spec: str = "auto") -> Model:
+    """``"local"``: the embedded Qwen2.5-Coder-0.5B; ``"local-1.5b"``: the 1.5B one;
+    ``"openai"`` / ``"openai:NAME"``: an OpenAI-compatible endpoint (key, URL and default model
+    from TAO_* / OPENAI_* / DEEPSEEK_* variables); ``"auto"``: the endpoint when any of
+    TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, else the local model.
+
+    Unknown specs raise ``ValueError``; a model that cannot be built raises ``TaoError``.
+    """
+    s = (spec or "auto").strip()
+    if s == "auto":
+        s = "openai" if any(os.environ.get(v) for v in _ENDPOINT_VARS) else "local"
+    if s == "local":
+        from .local import LocalModel
+
+        return LocalModel()
+    if s == "local-1.5b":
+        from .local import LocalModel
+
+        return LocalModel("qwen2.5-coder-1.5b")
+    if s == "openai" or s.startswith("openai:"):
+        from .openai import OpenAIModel
+
+        name = s.partition(":")[2].strip()
+        return OpenAIModel(name) if name else OpenAIModel()
+    raise ValueError(f"unknown model {spec!r}; use one of: {', '.join(SPECS)}")

@@ -1,0 +1,185 @@
+"""ConsoleSink: the Thought/Action/Observation chain in a terminal, tokens streaming live.
+
+``agent.run(task, sinks=[ConsoleSink()])``. While a turn streams, its partial text shows in a
+transient live view; when the turn's Thought / Action / Final Answer arrive the live view goes and
+the tidy chain is printed, so the user sees tokens appear and then the structured steps. On a
+console that is not a terminal (a file, a pipe, a test's ``StringIO``) only the chain is printed.
+
+rich is imported when a ConsoleSink is made, never by ``import tao``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..agents.base import detect_language
+from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
+                      RunStarted, Thought, TokenDelta, TurnStarted)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_TEXTS: dict[str, dict[str, str]] = {
+    "zh": {
+        "task": "任务：", "turn": "第 {n} 轮",
+        "done": "完成", "max_turns": "未完成（已达轮数上限）", "error": "出错",
+        "summary": "{status}：{turns} 轮，{calls} 次工具调用{tokens}，{seconds:.2f} 秒",
+        "tokens": "，tokens {p}+{c}",
+    },
+    "en": {
+        "task": "Task: ", "turn": "Turn {n}",
+        "done": "done", "max_turns": "stopped: turn limit reached", "error": "error",
+        "summary": "{status}: {turns} {turns_word}, {calls} {calls_word}{tokens}, {seconds:.2f} s",
+        "tokens": ", tokens {p}+{c}",
+    },
+}
+_STATUS_STYLE = {"done": "bold green", "max_turns": "bold yellow", "error": "bold red"}
+
+
+class ConsoleSink:
+    """Renders an event stream with rich.
+
+    ``console``: a ``rich.console.Console`` (default: a new one on stdout). ``show_tokens``: put
+    token usage in the closing line. ``quiet``: print only the final answer.
+    """
+
+    #: live view refreshes per second while tokens stream
+    refresh_per_second = 12
+
+    def __init__(self, console: Console | None = None, *, show_tokens: bool = True,
+                 quiet: bool = False):
+        from rich.console import Console
+
+        self.console = console if console is not None else Console()
+        self.show_tokens = show_tokens
+        self.quiet = quiet
+        self.language = "en"
+        self._partial = ""
+        self._live: Any = None
+
+    # -- the sink -----------------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        kind = type(event)
+        if kind is TokenDelta:
+            self._stream(event.text)
+            return
+        if kind is ModelRetry:
+            self._partial = ""
+            self._end_live()
+            if not self.quiet:
+                self._line((f"retrying in {event.delay_s:.1f} s (attempt {event.attempt}): "
+                            f"{event.reason}", "dim"))
+            return
+        self._end_live()
+        if kind is RunStarted:
+            self.language = detect_language(event.task)
+        if self.quiet:
+            if kind is FinalAnswer:
+                self.console.print(event.text, markup=False, highlight=False, soft_wrap=True)
+            return
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(self, event)
+
+    def close(self) -> None:
+        """End a live view left open (a run that was interrupted mid-turn)."""
+        self._end_live()
+
+    def __enter__(self) -> ConsoleSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- streaming ----------------------------------------------------------------------------
+
+    def _stream(self, text: str) -> None:
+        self._partial += text
+        if self.quiet or not (self.console.is_terminal and not self.console.is_dumb_terminal):
+            return  # nothing to animate: the chain that follows says it all
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(self._partial_view(), console=self.console, transient=True,
+                              refresh_per_second=self.refresh_per_second,
+                              redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+        else:
+            self._live.update(self._partial_view())
+
+    def _partial_view(self) -> Any:
+        from rich.text import Text
+
+        keep = max(3, self.console.height - 4)
+        lines = self._partial.splitlines()[-keep:]
+        return Text("\n".join(lines), style="dim")
+
+    def _end_live(self) -> None:
+        self._partial = ""
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+
+    # -- the chain ----------------------------------------------------------------------------
+
+    def _line(self, *parts: Any) -> None:
+        from rich.text import Text
+
+        self.console.print(Text.assemble(*parts), highlight=False)
+
+    @property
+    def _texts(self) -> dict[str, str]:
+        return _TEXTS.get(self.language, _TEXTS["en"])
+
+    def _run_started(self, e: RunStarted) -> None:
+        self._line((self._texts["task"], "bold"), e.task, (f"  ({e.agent} · {e.model})", "dim"))
+
+    def _turn_started(self, e: TurnStarted) -> None:
+        from rich.text import Text
+
+        self.console.rule(Text(self._texts["turn"].format(n=e.turn), style="bold"), align="left",
+                          style="dim")
+
+    def _thought(self, e: Thought) -> None:
+        self._line(("Thought: ", "bold cyan"), e.text)
+
+    def _action(self, e: Action) -> None:
+        self._line(("Action: ", "bold magenta"), e.call.name)
+        args = json.dumps(e.call.arguments, ensure_ascii=False, default=str)
+        extra = (f"  ({e.call.parse_error})", "yellow") if e.call.parse_error else ""
+        self._line(("Action Input: ", "bold magenta"), args, extra)
+
+    def _observation(self, e: Observation) -> None:
+        if e.is_error:
+            self._line(("Observation: ", "bold red"), (e.content, "red"))
+        else:
+            self._line(("Observation: ", "bold green"), e.content)
+
+    def _final_answer(self, e: FinalAnswer) -> None:
+        self._line(("Final Answer: ", "bold green"), (e.text, "bold"))
+
+    def _error(self, e: Error) -> None:
+        if e.recoverable:
+            self._line(("Warning: ", "bold yellow"), (e.message, "yellow"))
+        else:
+            self._line(("Error: ", "bold red"), (e.message, "red"))
+
+    def _run_finished(self, e: RunFinished) -> None:
+        r, t = e.result, self._texts
+        tokens = ""
+        if self.show_tokens:
+            tokens = t["tokens"].format(p=r.usage.prompt_tokens, c=r.usage.completion_tokens)
+        line = t["summary"].format(
+            status=t.get(r.status, r.status), turns=r.turns, calls=r.tool_calls, tokens=tokens,
+            seconds=r.duration_s, turns_word="turn" if r.turns == 1 else "turns",
+            calls_word="tool call" if r.tool_calls == 1 else "tool calls",
+        )
+        self._line((line, _STATUS_STYLE.get(r.status, "bold")))
+
+    _handlers = {
+        RunStarted: _run_started, TurnStarted: _turn_started, Thought: _thought, Action: _action,
+        Observation: _observation, FinalAnswer: _final_answer, Error: _error,
+        RunFinished: _run_finished,
+    }
