@@ -1,0 +1,130 @@
+"""The embedded model: assembly and verification of the GGUF (fast, fake packages), and the real
+Qwen2.5-Coder-0.5B on the six seed questions (slow; run alone with ``pytest -m local_model``)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import pytest
+
+from tao import ReActAgent, calculate, calculator
+from tao.errors import LocalModelError
+from tao.evals import is_correct
+from tao.events import Error, TokenDelta
+from tao.models import gguf_store
+from tao.models.gguf_store import GGUFInfo, ensure_gguf
+
+
+@pytest.fixture
+def fake_model(tmp_path, monkeypatch):
+    """Two fake part packages on sys.path and a registry entry for them."""
+    site = tmp_path / "site"
+    payload = b""
+    for i, chunk in enumerate([b"GGUF-part-one-", b"part-two"], start=1):
+        data = site / f"fakegguf_part{i}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+        (data / f"part{i:02d}.bin").write_bytes(chunk)
+        payload += chunk
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("TAO_CACHE_DIR", str(tmp_path / "cache"))
+    info = GGUFInfo("fake", "fake.gguf", ("fakegguf_part1", "fakegguf_part2"),
+                    hashlib.sha256(payload).hexdigest(), len(payload), "pip install fake")
+    monkeypatch.setitem(gguf_store.KNOWN, "fake", info)
+    return info, payload
+
+
+def test_parts_are_assembled_in_order_verified_and_cached(fake_model, tmp_path):
+    info, payload = fake_model
+    path = ensure_gguf("fake")
+    assert path.read_bytes() == payload
+    assert path.parent == tmp_path / "cache" / "models"
+    assert "fakegguf_part1" not in sys.modules  # located, never imported
+    mtime = path.stat().st_mtime_ns
+    assert ensure_gguf("fake") == path and path.stat().st_mtime_ns == mtime  # not rebuilt
+
+
+def test_checksum_mismatch_is_refused_with_a_clear_message(fake_model, monkeypatch):
+    info, _ = fake_model
+    monkeypatch.setitem(gguf_store.KNOWN, "fake", GGUFInfo(
+        info.name, info.filename, info.packages, "0" * 64, info.size, info.install_hint))
+    with pytest.raises(LocalModelError, match="checksum mismatch"):
+        ensure_gguf("fake")
+    assert not list((gguf_store.cache_dir() / "models").glob("*.gguf"))  # nothing half-written kept
+
+
+def test_a_corrupted_cached_file_is_rebuilt(fake_model):
+    info, payload = fake_model
+    path = ensure_gguf("fake")
+    path.write_bytes(b"corrupted!")
+    assert ensure_gguf("fake").read_bytes() == payload
+
+
+def test_missing_packages_name_the_install_command(fake_model, monkeypatch):
+    info, _ = fake_model
+    monkeypatch.setitem(gguf_store.KNOWN, "fake", GGUFInfo(
+        info.name, info.filename, ("no_such_pkg_part1",), info.sha256, info.size, "pip install fake"))
+    with pytest.raises(LocalModelError, match="no_such_pkg_part1.*pip install fake"):
+        ensure_gguf("fake")
+
+
+def test_unknown_local_model_name():
+    from tao.models.local import LocalModel
+
+    with pytest.raises(LocalModelError, match="unknown local model"):
+        LocalModel("gpt-17")
+
+
+# -- the real embedded model --------------------------------------------------------------
+
+SEED_IDS = ["seed-1-zh", "seed-2-zh", "seed-3-zh", "seed-1-en", "seed-2-en", "seed-3-en"]
+
+
+@pytest.fixture(scope="module")
+def local_model():
+    from tao.models.local import LocalModel
+
+    return LocalModel()
+
+
+@pytest.mark.local_model
+@pytest.mark.parametrize("protocol", ["tools", "text"])
+def test_local_model_on_the_six_seed_questions(local_model, seed_tasks, protocol):
+    solved, report = 0, []
+    for task_id in SEED_IDS:
+        task = seed_tasks[task_id]
+        events = []
+        agent = ReActAgent(local_model, [calculator, calculate], protocol=protocol, max_turns=8)
+        result = agent.run(task["question"], sinks=[events.append])
+        # Grammar-constrained decoding: every action the model emitted parsed.
+        assert not [e for e in events if isinstance(e, Error)], (task_id, events)
+        assert result.status == "done", (task_id, result)
+        assert sum(isinstance(e, TokenDelta) for e in events) > result.turns  # it streamed
+        ok = is_correct(result.answer, task["answer"])
+        solved += ok
+        report.append((task_id, ok, result.turns, result.tool_calls, result.answer))
+    assert solved >= 5, report
+
+
+@pytest.mark.local_model
+def test_local_model_loads_once_per_process(local_model):
+    from tao.models.local import LocalModel
+
+    assert LocalModel().llm is local_model.llm
+
+
+@pytest.mark.local_model
+async def test_local_model_structured_output_follows_a_json_schema(local_model):
+    import json
+
+    from tao.messages import Message
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+              "required": ["city", "population"], "additionalProperties": False}
+    response = await local_model.complete(
+        [Message.user("Give the capital of France and its population as JSON.")],
+        response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}},
+        max_tokens=60)
+    data = json.loads(response.message.content)
+    assert set(data) == {"city", "population"} and isinstance(data["population"], int)
