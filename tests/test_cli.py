@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import tao
 import tao.cli as cli
 from tao import ReActAgent, ScriptedModel, tool_call
-from tao.errors import LocalModelError
+from tao.errors import LocalModelError, ModelConfigError
 from tao.events import FinalAnswer, RunFinished
 from tao.models.resolve import resolve_model
 from tao.sinks import ConsoleSink, read_trace
@@ -229,3 +229,17 @@ def test_resolve_auto_prefers_a_configured_endpoint(fake_backends, monkeypatch, 
 def test_resolve_unknown_spec_lists_valid_ones():
     with pytest.raises(ValueError, match="local-1.5b.*openai:NAME"):
         resolve_model("llama")
+
+
+@pytest.mark.parametrize("error", [LocalModelError("llama-cpp-python is not installed"),
+                                   ModelConfigError("401 Unauthorized: bad API key")])
+def test_config_errors_at_the_first_model_call_exit_2(use_model, error):
+    def fail(messages):
+        raise error
+
+    use_model(ScriptedModel([fail, fail]))  # one call per invocation below
+    res = runner.invoke(cli.app, ["run", "hello", "--json"])
+    assert res.exit_code == 2
+    assert json.loads(res.stdout)["error"].startswith(type(error).__name__)
+    res = runner.invoke(cli.app, ["run", "hello", "--quiet"])
+    assert res.exit_code == 2 and str(error) in res.stderr

@@ -5,7 +5,8 @@
     tao run "..." --json          # the Result as JSON on stdout, nothing else
 
 Exit status: 0 when the agent answered, 1 when it did not (turn limit or error), 2 for usage
-errors (bad options, an unknown model, a model that cannot be built: missing key, bad checksum).
+errors (bad options, an unknown model, a model that cannot be built or loaded: missing key, bad
+checksum, a key the endpoint refuses).
 
 ``build_agent`` and ``run_task`` are importable so the command's behaviour can be reused (and
 tested with a ``ScriptedModel`` by patching ``tao.cli.resolve_model``).
@@ -24,7 +25,7 @@ import typer
 from . import __version__
 from .agents.base import Agent, Result
 from .agents.react import ReActAgent
-from .errors import TaoError
+from .errors import LocalModelError, ModelConfigError, TaoError
 from .models.base import Model
 from .models.resolve import resolve_model
 from .sinks.console import ConsoleSink
@@ -120,10 +121,21 @@ def run_command(
                           json_output=json_output, trace=trace, quiet=quiet)
     except KeyboardInterrupt:
         raise _fail("interrupted", 130) from None
-    if not result.ok and quiet and not json_output:
+    code = 0 if result.ok else 2 if _is_config_error(result.error) else 1
+    if code and quiet and not json_output:
         why = result.error or f"no final answer after {result.turns} turns ({result.status})"
-        raise _fail(why, 1)
-    raise typer.Exit(0 if result.ok else 1)
+        raise _fail(why, code)
+    raise typer.Exit(code)
+
+
+#: TaoErrors that surface only at the first model call (the local weights load lazily; a bad key
+#: is refused by the endpoint) but are the user's configuration all the same: exit 2, not 1.
+_CONFIG_ERRORS = (LocalModelError, ModelConfigError)
+
+
+def _is_config_error(error: str | None) -> bool:
+    # Result.error is "ExceptionType: message" (see ReActAgent.stream)
+    return bool(error) and error.split(":", 1)[0] in {c.__name__ for c in _CONFIG_ERRORS}
 
 
 @app.command("version")

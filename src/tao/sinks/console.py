@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..agents.base import detect_language
+from ..lang import detect_language
 from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
                       RunStarted, Thought, TokenDelta, TurnStarted)
 
