@@ -1,0 +1,404 @@
+"""OpenAIModel: any OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama,
+llama.cpp server, ...), streamed, with native tool calls and tao's own retry policy.
+
+This is the only place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
+go out as chat-completions JSON and the streamed ``chat.completion.chunk``s come back as text
+deltas and one ``ModelResponse``. The ``openai`` package is imported when a model is built, never
+by ``import tao``.
+
+Retries are ours, not the SDK's (the client is built with ``max_retries=0``), so that each retry
+is visible to the agent as a ``Retrying`` chunk - which also voids the text streamed so far in
+the call, since the whole request starts again. Retried: 408, 409, 429, 5xx, connection errors,
+timeouts, and a stream that stops before the model finished (connection dropped mid-way, or a
+body that ends without any ``finish_reason``). ``Retry-After`` / ``retry-after-ms`` are honoured.
+Not retried, raised at once as ``ModelConfigError``: 401/403 (key), 404 (model or URL), other
+4xx (a request the server will never accept), 429 ``insufficient_quota``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from ..errors import ModelConfigError, ModelError
+from ..messages import Message, ToolCall, Usage
+from .base import Chunk, Model, ModelResponse, Retrying, ToolSpec
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+DEFAULT_MODEL = "gpt-4o-mini"
+DEEPSEEK_MODEL = "deepseek-chat"
+NO_KEY = "not-needed"  # sent to servers that take any key (vLLM, Ollama, llama.cpp server)
+RETRY_AFTER_MAX_S = 60.0
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def resolve_settings(model: str | None = None, base_url: str | None = None,
+                     api_key: str | None = None) -> tuple[str, str, str]:
+    """``(model, base_url, api_key)`` from the arguments, then TAO_*, then OPENAI_*, then the
+    DeepSeek fallback (DEEPSEEK_API_KEY, with DEEPSEEK_BASE_URL/DEEPSEEK_MODEL or DeepSeek's
+    defaults). The DeepSeek key is only used when no base URL is configured or the URL is
+    DeepSeek's, so it is never sent to another server. A configured base URL without any key
+    gets ``"not-needed"`` (local servers); no key at all for a hosted API is a ModelConfigError.
+    """
+    base_url = base_url or _env("TAO_BASE_URL", "OPENAI_BASE_URL")
+    model = model or _env("TAO_MODEL", "OPENAI_MODEL")
+    if api_key is None:
+        api_key = _env("TAO_API_KEY", "OPENAI_API_KEY")
+    if api_key is None:
+        deepseek_key = _env("DEEPSEEK_API_KEY")
+        if deepseek_key and (base_url is None or "deepseek" in base_url):
+            api_key = deepseek_key
+            base_url = base_url or _env("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
+            model = model or _env("DEEPSEEK_MODEL") or DEEPSEEK_MODEL
+        elif base_url is not None:
+            api_key = NO_KEY
+        else:
+            raise ModelConfigError(
+                "no API key for the OpenAI-compatible model: set TAO_API_KEY (with TAO_BASE_URL "
+                "and TAO_MODEL for a non-OpenAI endpoint), OPENAI_API_KEY or DEEPSEEK_API_KEY, "
+                "or pass api_key=... (any string for a local server that needs none)"
+            )
+    return model or DEFAULT_MODEL, (base_url or OPENAI_BASE_URL).rstrip("/"), api_key
+
+
+# -- wire format ------------------------------------------------------------------------------
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """tao messages -> OpenAI chat-completions ``messages``."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name,
+                              "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                for c in m.tool_calls]})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}} for t in tools]
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """The arguments string of a tool call -> ``(dict, None)`` or ``({}, why)``."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        return {}, f"{e.msg} at character {e.pos} of {_clip(raw)!r}"
+    if not isinstance(value, dict):
+        return {}, f"expected a JSON object, got {type(value).__name__} {_clip(raw)!r}"
+    return value, None
+
+
+def _clip(s: str, n: int = 200) -> str:
+    return s if len(s) <= n else s[:n] + "..."
+
+
+class _Turn:
+    """Accumulates the chunks of one streamed attempt."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.chunks = 0
+
+    def feed(self, chunk: Any) -> str:
+        self.chunks += 1
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+        if not chunk.choices:
+            return ""
+        choice = chunk.choices[0]
+        if choice.finish_reason:
+            self.finish_reason = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            return ""
+        for tc in delta.tool_calls or ():
+            index = tc.index
+            if index is None:  # a server that leaves out the index: a new id starts a new call
+                known = [i for i, c in self.calls.items() if c[0] == tc.id]
+                index = known[0] if known else (len(self.calls) if tc.id or not self.calls
+                                                else max(self.calls))
+            acc = self.calls.setdefault(index, ["", "", ""])
+            if tc.id and not acc[0]:
+                acc[0] = tc.id
+            fn = tc.function
+            if fn is not None:
+                if fn.name and fn.name != acc[1]:
+                    acc[1] += fn.name
+                if fn.arguments:
+                    acc[2] += fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
+        text = delta.content or ""
+        if text:
+            self.text.append(text)
+        return text
+
+    def response(self) -> ModelResponse:
+        calls = []
+        for index in sorted(self.calls):
+            call_id, name, raw = self.calls[index]
+            arguments, error = parse_arguments(raw)
+            calls.append(ToolCall(call_id or f"call_{uuid.uuid4().hex[:12]}", name, arguments,
+                                  error))
+        return ModelResponse(Message.assistant("".join(self.text), calls), self.usage,
+                             self.finish_reason)
+
+
+class _Incomplete(Exception):
+    """The body ended cleanly but the model never finished (no finish_reason): a cut stream."""
+
+
+class OpenAIModel(Model):
+    """A chat model behind an OpenAI-compatible endpoint.
+
+    ``OpenAIModel()`` reads TAO_* / OPENAI_* / DEEPSEEK_* from the environment (see
+    ``resolve_settings``); ``OpenAIModel("qwen2.5", base_url="http://localhost:8000/v1")`` talks
+    to a local server. ``grammar=`` is ignored: the OpenAI API has no GBNF constraint (vLLM users
+    can send ``extra_body={"guided_grammar": ...}``); the agents' tolerant parsers cover the rest.
+    ``extra_body`` is merged into every request (e.g. ``{"top_k": 20}`` for vLLM).
+    """
+
+    supports_grammar = False
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None,
+                 api_key: str | None = None, timeout: float = 60.0, max_retries: int = 4,
+                 backoff_base: float = 0.5, backoff_max: float = 30.0,
+                 temperature: float | None = None, extra_body: dict[str, Any] | None = None):
+        import openai  # noqa: F401 - lazily, and early: a missing package shows up here
+
+        self.name, self.base_url, self._api_key = resolve_settings(model, base_url, api_key)
+        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.temperature = temperature
+        self.extra_body = dict(extra_body) if extra_body else None
+        self._sleep = asyncio.sleep  # tests replace it
+        self._client: Any = None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> OpenAIModel:
+        """Everything from the environment; keyword arguments override."""
+        return cls(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.name!r}, base_url={self.base_url!r})"
+
+    # -- client ---------------------------------------------------------------------------
+    def client(self) -> Any:
+        """The SDK client of the running event loop (``Agent.run`` starts a new loop per run,
+        and pooled connections must not cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is None or self._client_loop() is not loop:
+            import openai
+
+            http = openai.DefaultAsyncHttpxClient(verify=_ssl_context())  # the SDK's defaults
+            self._client = openai.AsyncOpenAI(api_key=self._api_key or NO_KEY,
+                                              base_url=self.base_url, timeout=self.timeout,
+                                              max_retries=0, http_client=http)
+            self._client_loop = weakref.ref(loop)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._client_loop is not None:
+            if self._client_loop() is asyncio.get_running_loop():
+                await self._client.close()
+        self._client = self._client_loop = None
+
+    # -- request --------------------------------------------------------------------------
+    def request(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None,
+                response_format: dict[str, Any] | None = None, stop: Sequence[str] | None = None,
+                max_tokens: int | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for one call."""
+        params: dict[str, Any] = {"model": self.name, "messages": wire_messages(messages),
+                                  "stream": True, "stream_options": {"include_usage": True}}
+        if tools:
+            params["tools"] = wire_tools(tools)
+        if response_format is not None:
+            params["response_format"] = response_format
+        if stop:
+            params["stop"] = list(stop)
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.extra_body:
+            params["extra_body"] = dict(self.extra_body)
+        return params
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: dict[str, Any] | None = None,
+        grammar: str | None = None,  # no GBNF in the OpenAI API: ignored (see class docstring)
+        stop: Sequence[str] | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[Chunk]:
+        params = self.request(messages, tools=tools, response_format=response_format, stop=stop,
+                              max_tokens=max_tokens)
+        client = self.client()
+        attempt = 0
+        while True:
+            turn, stream = _Turn(), None
+            try:
+                stream = await client.chat.completions.create(**params)
+                async for chunk in stream:
+                    text = turn.feed(chunk)
+                    if text:
+                        yield text
+                if turn.finish_reason is None:
+                    raise _Incomplete()
+            except Exception as e:  # noqa: BLE001 - classified below; unknown ones re-raised
+                if self._drop_stream_options(e, params):
+                    continue  # the server does not know stream_options: ask again without it
+                failure = self._classify(e, turn)  # raises what retrying cannot fix
+                if failure is None:
+                    raise
+                reason, delay = failure
+                if attempt >= self.max_retries:
+                    tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                    raise ModelError(f"model {self.name!r} at {self.base_url} failed after "
+                                     f"{tries}; last error: {reason}") from e
+            else:
+                yield turn.response()
+                return
+            finally:
+                if stream is not None:
+                    await stream.close()
+            attempt += 1
+            if delay is None:
+                cap = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+                delay = random.uniform(0, cap)
+            yield Retrying(attempt, reason, delay)
+            await self._sleep(delay)
+
+    # -- errors ---------------------------------------------------------------------------
+    def _drop_stream_options(self, e: Exception, params: dict[str, Any]) -> bool:
+        import openai
+
+        if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422)
+                and "stream_options" in params and "stream_options" in _server_message(e)):
+            del params["stream_options"]
+            return True
+        return False
+
+    def _classify(self, e: Exception, turn: _Turn) -> tuple[str, float | None] | None:
+        """``(reason, Retry-After delay or None)`` for a retryable failure; raises
+        ModelConfigError for what retrying cannot fix; None for what is not an API error."""
+        import openai
+
+        where = f"{self.base_url} (model {self.name!r})"
+        if isinstance(e, _Incomplete):
+            return f"stream ended before the model finished ({turn.chunks} chunks, no finish_reason)", None
+        if isinstance(e, openai.APITimeoutError):
+            return f"timed out after {self.timeout:g}s", None
+        if isinstance(e, openai.APIConnectionError):
+            cause = e.__cause__ or e.__context__
+            detail = f"{type(cause).__name__}: {cause}" if cause else str(e)
+            if turn.chunks:
+                return f"connection lost mid-stream after {turn.chunks} chunks ({detail})", None
+            return f"connection error ({detail})", None
+        if isinstance(e, openai.APIStatusError):
+            status, message = e.status_code, _server_message(e)
+            if status in RETRY_STATUSES or status >= 500:
+                if status == 429 and e.code == "insufficient_quota":
+                    raise ModelConfigError(f"{where}: the account has no quota left (429 "
+                                           f"insufficient_quota): {message}") from None
+                return f"HTTP {status}: {message}", _retry_after(e.response.headers)
+            if status in (401, 403):
+                raise ModelConfigError(
+                    f"{self.base_url} refused the API key ({status}) for model {self.name!r}: "
+                    f"{message}; set TAO_API_KEY (or OPENAI_API_KEY / DEEPSEEK_API_KEY) to a key "
+                    f"this endpoint accepts, or pass api_key=...") from None
+            if status == 404:
+                raise ModelConfigError(
+                    f"not found (404) at {self.base_url}/chat/completions: model {self.name!r} or "
+                    f"the URL does not exist: {message}; check TAO_MODEL and TAO_BASE_URL (an "
+                    f"OpenAI-compatible base URL usually ends in /v1)") from None
+            if 400 <= status < 500:
+                raise ModelConfigError(f"{where} rejected the request ({status}): {message}") from None
+            raise ModelError(f"{where} answered HTTP {status}: {message}") from None
+        if isinstance(e, openai.APIError):  # an error event inside the stream
+            return f"error in stream: {e.message}", None
+        return None
+
+
+_SSL_CONTEXT: Any = None
+
+
+def _ssl_context() -> Any:
+    """The SSL context the SDK would build (system trust store, SSL_CERT_FILE/DIR honoured),
+    built once per process: loading the CA bundle costs ~70 ms, and every new event loop
+    (each ``Agent.run``) needs a new client."""
+    global _SSL_CONTEXT
+    if _SSL_CONTEXT is None:
+        try:
+            import httpx2 as httpx  # what openai 3.x is built on
+        except ImportError:  # pragma: no cover - openai 1.x/2.x
+            import httpx
+        _SSL_CONTEXT = httpx.create_ssl_context()
+    return _SSL_CONTEXT
+
+
+def _server_message(e: Any) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        msg = body.get("message") or body.get("detail") or body.get("error")
+        if msg:
+            return _clip(str(msg), 300)
+    return _clip(str(getattr(e, "message", "") or e), 300)  # e.g. a proxy's HTML error page
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return min(max(float(value) / 1000, 0.0), RETRY_AFTER_MAX_S)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_S)

@@ -1,0 +1,398 @@
+"""OpenAIModel against a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/openai_server.py)."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tao import Message, ReActAgent, ToolCall, calculator
+from tao.errors import ModelConfigError, ModelError
+from tao.models.base import ModelResponse, Retrying, ToolSpec
+from tao.models.openai import OpenAIModel, resolve_settings
+
+try:
+    from openai_server import Cut, Error, OpenAIServer, Reply
+except ImportError:  # tests/ became a package
+    from .openai_server import Cut, Error, OpenAIServer, Reply
+
+ENV = ["TAO_BASE_URL", "TAO_API_KEY", "TAO_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+       "OPENAI_MODEL", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DEEPSEEK_MODEL"]
+
+
+@pytest.fixture(scope="module")
+def shared_server():
+    with OpenAIServer() as s:
+        yield s
+
+
+@pytest.fixture
+def server(shared_server):
+    shared_server.reset()
+    yield shared_server
+    leftover = list(shared_server.responses)
+    shared_server.reset()
+    assert not leftover, f"scripted responses never requested: {leftover}"
+
+
+@pytest.fixture
+def make_model(server):
+    """OpenAIModel on the test server whose sleeps are recorded, not waited."""
+
+    def make(**kwargs):
+        kwargs = {"base_url": server.url, "api_key": "x", "model": "m", **kwargs}
+        model = OpenAIModel(**kwargs)
+        model.slept = []
+
+        async def sleep(delay):
+            model.slept.append(delay)
+
+        model._sleep = sleep
+        return model
+
+    return make
+
+
+async def collect(model, messages=None, **kwargs):
+    """(text deltas, Retrying chunks, final response, every chunk in order)."""
+    chunks = [c async for c in model.stream(messages or [Message.user("hi")], **kwargs)]
+    final = [c for c in chunks if isinstance(c, ModelResponse)]
+    assert len(final) == 1 and chunks[-1] is final[0]
+    return ([c for c in chunks if isinstance(c, str)], [c for c in chunks if isinstance(c, Retrying)],
+            final[0], chunks)
+
+
+CALC = '{"operation": "add", "a": 15, "b": 27}'
+
+
+# -- streaming ------------------------------------------------------------------------------
+async def test_text_streams_in_pieces(server, make_model):
+    server.push(Reply("Hello, world! 你好，世界。", chunk_size=5))
+    texts, retries, r, _ = await collect(make_model())
+    assert len(texts) > 3 and "".join(texts) == "Hello, world! 你好，世界。"
+    assert not retries
+    assert r.message == Message.assistant("Hello, world! 你好，世界。")
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (11, 7)
+    assert r.finish_reason == "stop"
+    (req,) = server.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["headers"]["authorization"] == "Bearer x"
+    body = req["body"]
+    assert body["model"] == "m" and body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+async def test_two_tool_calls_in_one_turn_with_split_arguments(server, make_model):
+    server.push(Reply("Let me compute.", tool_calls=[
+        ("call_a", "calculator", CALC),
+        ("call_b", "calculator", '{"operation": "multiply", "a": 3, "b": 4}')], args_chunk_size=3))
+    texts, _, r, _ = await collect(make_model())
+    assert "".join(texts) == "Let me compute."
+    assert r.finish_reason == "tool_calls"
+    assert r.message.content == "Let me compute."
+    assert r.message.tool_calls == [
+        ToolCall("call_a", "calculator", {"operation": "add", "a": 15, "b": 27}),
+        ToolCall("call_b", "calculator", {"operation": "multiply", "a": 3, "b": 4})]
+
+
+async def test_malformed_tool_arguments_become_parse_errors(server, make_model):
+    server.push(Reply(tool_calls=[("c1", "calculator", '{"a": 1,'), ("c2", "calculator", "[1, 2]"),
+                                  ("c3", "calculator", ""), ("c4", "calculator", CALC)]))
+    _, _, r, _ = await collect(make_model())
+    c1, c2, c3, c4 = r.message.tool_calls
+    assert c1.arguments == {} and "character" in c1.parse_error and '{"a": 1,' in c1.parse_error
+    assert c2.arguments == {} and "JSON object" in c2.parse_error
+    assert c3.arguments == {} and c3.parse_error is None
+    assert c4.arguments["b"] == 27 and c4.parse_error is None
+
+
+async def test_no_usage_chunk_leaves_zeros(server, make_model):
+    server.push(Reply("ok", usage=None))
+    _, _, r, _ = await collect(make_model())
+    assert r.message.content == "ok" and r.usage.total_tokens == 0
+
+
+# -- retries --------------------------------------------------------------------------------
+@pytest.mark.parametrize("headers, expected", [
+    ({"Retry-After": "2"}, 2.0),
+    ({"retry-after-ms": "1500", "Retry-After": "9"}, 1.5),
+    ({"Retry-After": "3600"}, 60.0),  # capped
+])
+async def test_429_then_200_honours_retry_after(server, make_model, headers, expected):
+    server.push(Error(429, "Rate limit reached", headers, type="requests"), Reply("done"))
+    model = make_model()
+    texts, retries, r, _ = await collect(model)
+    assert r.message.content == "done" and texts == ["done"]
+    assert [(x.attempt, x.delay_s) for x in retries] == [(1, expected)]
+    assert "429" in retries[0].reason and "Rate limit reached" in retries[0].reason
+    assert model.slept == [expected]
+    assert len(server.requests) == 2
+
+
+async def test_retry_after_http_date(server, make_model):
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    server.push(Error(429, headers={"Retry-After": when}), Reply("done"))
+    model = make_model()
+    _, retries, r, _ = await collect(model)
+    assert r.message.content == "done"
+    assert 28 <= retries[0].delay_s <= 30.5 and model.slept == [retries[0].delay_s]
+
+
+async def test_retry_after_is_really_waited(server):
+    server.push(Error(429, headers={"retry-after-ms": "300"}), Reply("done"))
+    model = OpenAIModel("m", base_url=server.url, api_key="x")  # real asyncio.sleep
+    _, retries, r, _ = await collect(model)
+    assert r.message.content == "done" and retries[0].delay_s == pytest.approx(0.3)
+    gap = server.requests[1]["time"] - server.requests[0]["time"]
+    assert 0.3 <= gap < 1.5
+
+
+async def test_500_then_200_backs_off_with_jitter(server, make_model):
+    server.push(Error(500, "boom"), Error(502, "bad gateway"), Reply("ok"))
+    model = make_model(backoff_base=0.5)
+    _, retries, r, _ = await collect(model)
+    assert r.message.content == "ok"
+    assert [x.attempt for x in retries] == [1, 2]
+    assert "500" in retries[0].reason and "boom" in retries[0].reason and "502" in retries[1].reason
+    assert 0 <= retries[0].delay_s <= 0.5 and 0 <= retries[1].delay_s <= 1.0
+    assert model.slept == [x.delay_s for x in retries]
+
+
+@pytest.mark.parametrize("cut", [Cut("partial answer"), Cut("partial answer", clean=True),
+                                 Cut("partial answer", error_event="overloaded")])
+async def test_stream_cut_midway_is_retried(server, make_model, cut):
+    server.push(cut, Reply("The full answer.", chunk_size=6))
+    _, retries, r, chunks = await collect(make_model())
+    (retry,) = retries
+    i = chunks.index(retry)
+    assert "".join(c for c in chunks[:i] if isinstance(c, str)) == "partial "  # voided by Retrying
+    assert "".join(c for c in chunks[i:] if isinstance(c, str)) == "The full answer."
+    assert r.message.content == "The full answer."  # only the final attempt's text
+    assert len(server.requests) == 2
+
+
+async def test_cut_reason_names_the_dropped_connection(server, make_model):
+    server.push(Cut(), Reply("ok"))
+    _, retries, _, _ = await collect(make_model())
+    assert "mid-stream" in retries[0].reason and "incomplete chunked read" in retries[0].reason
+
+
+async def test_timeout_is_retried(server, make_model):
+    server.push(Reply("late", delay_s=1.0), Reply("ok"))
+    _, retries, r, _ = await collect(make_model(timeout=0.2))
+    assert r.message.content == "ok" and "timed out" in retries[0].reason
+
+
+async def test_connection_refused_is_retried_then_model_error(make_model):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    model = make_model(base_url=f"http://127.0.0.1:{port}/v1", max_retries=2)
+    with pytest.raises(ModelError) as info:
+        await collect(model)
+    assert not isinstance(info.value, ModelConfigError)
+    assert "3 attempts" in str(info.value) and "connection error" in str(info.value)
+    assert len(model.slept) == 2
+
+
+async def test_retries_exhausted_raise_model_error(server, make_model):
+    server.push(*[Error(503, "overloaded")] * 3)
+    model = make_model(max_retries=2)
+    seen = []
+    with pytest.raises(ModelError) as info:
+        async for chunk in model.stream([Message.user("hi")]):
+            seen.append(chunk)
+    assert not isinstance(info.value, ModelConfigError)
+    msg = str(info.value)
+    assert "3 attempts" in msg and "503" in msg and "overloaded" in msg and server.url in msg
+    assert [c.attempt for c in seen] == [1, 2] and len(server.requests) == 3
+
+
+# -- errors that retrying cannot fix --------------------------------------------------------
+async def test_401_is_a_config_error_at_once(server, make_model):
+    server.push(Error(401, "Incorrect API key provided", type="invalid_request_error"), Reply("never"))
+    model = make_model()
+    with pytest.raises(ModelConfigError) as info:
+        await collect(model)
+    msg = str(info.value)
+    assert "refused the API key (401)" in msg and server.url in msg and "TAO_API_KEY" in msg
+    assert len(server.requests) == 1 and model.slept == []
+    server.responses.clear()  # the success that a retry would have found
+
+
+async def test_404_is_a_config_error(server, make_model):
+    server.push(Error(404, "The model `nope` does not exist"))
+    with pytest.raises(ModelConfigError) as info:
+        await collect(make_model(model="nope"))
+    assert "not found (404)" in str(info.value) and "'nope'" in str(info.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [400, 422])
+async def test_bad_request_is_a_config_error_with_the_servers_message(server, make_model, status):
+    server.push(Error(status, "'messages' must contain the word 'json'"))
+    with pytest.raises(ModelConfigError, match="must contain the word 'json'"):
+        await collect(make_model())
+    assert len(server.requests) == 1
+
+
+async def test_insufficient_quota_is_not_retried(server, make_model):
+    server.push(Error(429, "You exceeded your current quota", code="insufficient_quota"))
+    with pytest.raises(ModelConfigError, match="quota"):
+        await collect(make_model())
+    assert len(server.requests) == 1
+
+
+async def test_server_without_stream_options_is_asked_again_without_them(server, make_model):
+    server.push(Error(400, "Unrecognized request argument supplied: stream_options"), Reply("ok"))
+    _, retries, r, _ = await collect(make_model())
+    assert r.message.content == "ok" and not retries and r.usage.total_tokens == 0
+    assert "stream_options" in server.bodies[0] and "stream_options" not in server.bodies[1]
+
+
+# -- request translation --------------------------------------------------------------------
+async def test_request_translation(server, make_model):
+    server.push(Reply('{"answer": 42}'))
+    messages = [
+        Message.system("be brief"),
+        Message.user("15+27? 和 3*4?"),
+        Message.assistant("I will add.", [ToolCall("call_1", "calculator", {"operation": "add", "a": 15, "b": 27}),
+                                          ToolCall("call_2", "calculator", {}, parse_error="bad")]),
+        Message.tool("42", "call_1", "calculator"),
+        Message.tool("Error: bad", "call_2", "calculator"),
+        Message.assistant("", [ToolCall("call_3", "noop", {"x": "ü"})]),
+        Message.tool("", "call_3", "noop"),
+    ]
+    spec = ToolSpec("calculator", "Four operations", {"type": "object", "properties": {"a": {"type": "number"}}})
+    fmt = {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": {
+        "type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}}}
+    model = make_model(temperature=0.2, extra_body={"top_k": 20})
+    _, _, r, _ = await collect(model, messages, tools=[spec], response_format=fmt,
+                               grammar="root ::= \"x\"", stop=["\nObservation:"], max_tokens=64)
+    assert r.message.content == '{"answer": 42}'
+    body = server.bodies[0]
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "15+27? 和 3*4?"},
+        {"role": "assistant", "content": "I will add.", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "calculator", "arguments": json.dumps({"operation": "add", "a": 15, "b": 27})}},
+            {"id": "call_2", "type": "function", "function": {"name": "calculator", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "Error: bad"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_3", "type": "function", "function": {"name": "noop", "arguments": '{"x": "ü"}'}}]},
+        {"role": "tool", "tool_call_id": "call_3", "content": ""},
+    ]
+    assert body["tools"] == [{"type": "function", "function": {
+        "name": "calculator", "description": "Four operations", "parameters": spec.parameters}}]
+    assert body["response_format"] == fmt
+    assert body["stop"] == ["\nObservation:"] and body["max_tokens"] == 64
+    assert body["temperature"] == 0.2 and body["top_k"] == 20
+    assert "grammar" not in json.dumps(body)
+
+
+async def test_optional_parameters_are_left_out(server, make_model):
+    server.push(Reply("ok"))
+    await collect(make_model())
+    assert set(server.bodies[0]) == {"model", "messages", "stream", "stream_options"}
+
+
+# -- configuration --------------------------------------------------------------------------
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_tao_env_wins_over_openai_env(clean_env):
+    clean_env.setenv("TAO_BASE_URL", "http://tao.example/v1/")
+    clean_env.setenv("TAO_API_KEY", "tao-key")
+    clean_env.setenv("TAO_MODEL", "tao-model")
+    clean_env.setenv("OPENAI_BASE_URL", "http://openai.example/v1")
+    clean_env.setenv("OPENAI_API_KEY", "openai-key")
+    clean_env.setenv("OPENAI_MODEL", "openai-model")
+    clean_env.setenv("DEEPSEEK_API_KEY", "ds-key")
+    m = OpenAIModel()
+    assert (m.name, m.base_url, m._api_key) == ("tao-model", "http://tao.example/v1", "tao-key")
+    assert "tao-key" not in repr(m)
+
+
+def test_openai_env_then_defaults(clean_env):
+    clean_env.setenv("OPENAI_API_KEY", "openai-key")
+    clean_env.setenv("DEEPSEEK_API_KEY", "ds-key")
+    assert resolve_settings() == ("gpt-4o-mini", "https://api.openai.com/v1", "openai-key")
+    clean_env.setenv("OPENAI_MODEL", "gpt-x")
+    assert OpenAIModel().name == "gpt-x"
+    assert OpenAIModel("explicit").name == "explicit"
+
+
+def test_deepseek_fallback(clean_env):
+    clean_env.setenv("DEEPSEEK_API_KEY", "ds-key")
+    assert resolve_settings() == ("deepseek-chat", "https://api.deepseek.com", "ds-key")
+    clean_env.setenv("DEEPSEEK_MODEL", "deepseek-reasoner")
+    clean_env.setenv("DEEPSEEK_BASE_URL", "https://api.deepseek.com/v1")
+    assert resolve_settings() == ("deepseek-reasoner", "https://api.deepseek.com/v1", "ds-key")
+    clean_env.setenv("TAO_MODEL", "chosen")
+    assert resolve_settings()[0] == "chosen"
+
+
+def test_deepseek_key_is_not_sent_to_another_server(clean_env):
+    clean_env.setenv("DEEPSEEK_API_KEY", "ds-key")
+    assert resolve_settings(base_url="http://localhost:8000/v1") == (
+        "gpt-4o-mini", "http://localhost:8000/v1", "not-needed")
+
+
+def test_no_key_is_a_config_error(clean_env):
+    with pytest.raises(ModelConfigError, match="TAO_API_KEY"):
+        OpenAIModel()
+    with pytest.raises(ModelConfigError):
+        OpenAIModel.from_env(model="gpt-4o")
+
+
+def test_local_server_needs_no_key(clean_env):
+    assert OpenAIModel("qwen", base_url="http://localhost:11434/v1")._api_key == "not-needed"
+    clean_env.setenv("TAO_BASE_URL", "http://localhost:8000/v1")
+    assert OpenAIModel()._api_key == "not-needed"
+    assert OpenAIModel(api_key="")._api_key == ""
+
+
+async def test_empty_api_key_is_accepted(server, clean_env):
+    server.push(Reply("ok"))
+    model = OpenAIModel("m", base_url=server.url, api_key="")
+    _, _, r, _ = await collect(model)
+    assert r.message.content == "ok"
+    assert server.requests[0]["headers"]["authorization"] == "Bearer not-needed"
+
+
+def test_import_tao_does_not_import_openai():
+    code = "import tao, tao.models, sys; assert 'openai' not in sys.modules, 'openai imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- end to end -----------------------------------------------------------------------------
+def test_react_agent_end_to_end(server):
+    server.push(Reply("I'll use the calculator.", tool_calls=[("call_1", "calculator", CALC)]),
+                Reply("15 + 27 = 42", usage=(30, 6)))
+    model = OpenAIModel(base_url=server.url, api_key="x", model="m")
+    result = ReActAgent(model, tools=[calculator]).run("What is 15 + 27?")
+    assert result.status == "done", result.error
+    assert result.answer == "15 + 27 = 42"
+    assert result.turns == 2 and result.tool_calls == 1
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (41, 13)
+    first, second = server.bodies
+    assert first["tools"][0]["function"]["name"] == "calculator"
+    assert second["messages"][-2]["tool_calls"][0]["id"] == "call_1"
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+
+    # a second run starts a new event loop: the model makes a new client for it
+    server.push(Reply("again"))
+    assert ReActAgent(model, tools=[calculator]).run("hi").answer == "again"
