@@ -29,6 +29,10 @@ class ToolCall:
             d["parse_error"] = self.parse_error
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolCall:
+        return cls(d["id"], d["name"], d.get("arguments") or {}, d.get("parse_error"))
+
 
 @dataclass(slots=True)
 class Usage:
@@ -50,6 +54,11 @@ class Usage:
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Usage:
+        """Reads ``to_dict`` output (``total_tokens`` is derived, so it is ignored)."""
+        return cls(d.get("prompt_tokens", 0), d.get("completion_tokens", 0))
 
 
 @dataclass(slots=True)
@@ -88,8 +97,5 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        calls = [
-            ToolCall(c["id"], c["name"], c.get("arguments") or {}, c.get("parse_error"))
-            for c in d.get("tool_calls") or []
-        ]
+        calls = [ToolCall.from_dict(c) for c in d.get("tool_calls") or []]
         return cls(d["role"], d.get("content") or "", calls, d.get("tool_call_id"), d.get("name"))

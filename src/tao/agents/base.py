@@ -79,7 +79,16 @@ class Agent:
         except RuntimeError:
             return asyncio.run(self.arun(task, sinks))
         box: list[Any] = []
-        thread = threading.Thread(target=lambda: box.append(asyncio.run(self.arun(task, sinks))))
+
+        def target() -> None:
+            try:
+                box.append(asyncio.run(self.arun(task, sinks)))
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
+                box.append(e)
+
+        thread = threading.Thread(target=target)
         thread.start()
         thread.join()
+        if isinstance(box[0], BaseException):
+            raise box[0]
         return box[0]

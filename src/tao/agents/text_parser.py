@@ -37,6 +37,9 @@ _LABEL_RE = re.compile(
     + r")[ \t*_]*[:：][ \t*_]*",
     re.IGNORECASE | re.MULTILINE,
 )
+# What ast.parse/literal_eval raise on hostile text: unhashable keys (TypeError), lone surrogates
+# (UnicodeEncodeError, a ValueError), deep nesting (RecursionError, MemoryError).
+_AST_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 _FENCE_RE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 
 
@@ -192,7 +195,7 @@ def _python_literal(text: str) -> Any:
     for candidate in (fixed, re.sub(r",\s*([}\]])", r"\1", fixed)):
         try:
             return ast.literal_eval(candidate)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except _AST_ERRORS:
             continue
     return None
 
@@ -201,14 +204,14 @@ def _python_call(text: str, param_names: list[str]) -> dict[str, Any] | None:
     """``f(a=1, b=2)`` or ``f(1, 2)`` (positional, mapped onto the tool's parameters in order)."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+    except _AST_ERRORS:
         return None
     if not isinstance(node, ast.Call):
         return None
     try:
         args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
         positional = [ast.literal_eval(a) for a in node.args]
-    except (ValueError, SyntaxError):
+    except _AST_ERRORS:
         return None
     if len(positional) > len(param_names):
         return None

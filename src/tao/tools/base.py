@@ -110,6 +110,9 @@ class FunctionTool(Tool):
                  description: str | None = None, timeout: float | None = None):
         self.fn = fn
         self.name = name or fn.__name__
+        for param in inspect.signature(fn).parameters.values():  # a user error: say so at once
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"@tool {self.name}: *args/**kwargs cannot be described to a model")
         self._doc = inspect.getdoc(fn) or ""
         self._description = description
         self.timeout = timeout
@@ -269,9 +272,10 @@ class Toolbox:
         except ValueError as e:
             msg = str(e) if str(e).startswith("invalid arguments") else f"ValueError: {e}"
             return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
-        except TimeoutError:
-            return ToolResult(f"Error: tool {t.name!r} timed out after {t.timeout} s", True,
-                              time.perf_counter() - start)
+        except TimeoutError as e:
+            msg = (f"tool {t.name!r} timed out after {t.timeout} s" if t.timeout
+                   else f"{type(e).__name__}: {e}")  # the tool's own timeout, not ours
+            return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
             return ToolResult(f"Error: {type(e).__name__}: {e}", True, time.perf_counter() - start)
         return ToolResult(to_text(value), False, time.perf_counter() - start, value)

@@ -100,6 +100,8 @@ def _eval(node: ast.AST) -> int | float:
         if node.keywords:
             raise CalculationError("keyword arguments are not allowed")
         args = [_eval(a) for a in node.args]
+        if node.func.id == "round" and len(args) > 1 and isinstance(args[1], int) and abs(args[1]) > 1000:
+            raise CalculationError("round(): ndigits out of range")  # round(1, -10**8) takes minutes
         try:
             return _FUNCS[node.func.id](*args)
         except (TypeError, ValueError, OverflowError) as e:
@@ -124,9 +126,16 @@ def evaluate(expression: str) -> int | float:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as e:
         raise CalculationError(f"not a valid expression: {e.msg}") from None
+    except ValueError as e:  # lone surrogates and other unencodable text
+        raise CalculationError(f"not a valid expression: {e}") from None
+    except (RecursionError, MemoryError):
+        raise CalculationError("expression too deeply nested") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise CalculationError("expression too complex")
-    value = _eval(tree)
+    try:
+        value = _eval(tree)
+    except RecursionError:
+        raise CalculationError("expression too deeply nested") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise CalculationError("result is not finite")
     return value

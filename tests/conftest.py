@@ -1,0 +1,24 @@
+"""Shared fixtures: the seed calculator tasks, read from the shared data folder (never copied here)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+SEED_TASKS = Path(os.environ.get("TAO_SEED_TASKS", "/work/shared/data/calculator_tasks.jsonl"))
+
+
+def _load_tasks() -> dict[str, dict]:
+    with SEED_TASKS.open(encoding="utf-8") as f:
+        return {t["id"]: t for t in map(json.loads, filter(str.strip, f))}
+
+
+@pytest.fixture(scope="session")
+def seed_tasks() -> dict[str, dict]:
+    """The seed calculator tasks by id ("seed-1-zh", ...); the test is skipped without the file."""
+    if not SEED_TASKS.is_file():
+        pytest.skip(f"seed data not found: {SEED_TASKS} (set TAO_SEED_TASKS to its path)")
+    return _load_tasks()

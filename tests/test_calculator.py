@@ -1,0 +1,227 @@
+"""The seeds' calculators: the four-operation tool and the AST expression calculator."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import pytest
+
+from tao import ToolCall, Toolbox, calculate, calculator
+from tao.tools.calculator import MAX_EXPRESSION_CHARS, CalculationError, evaluate
+
+
+async def run(tool_, **arguments):
+    return await Toolbox([tool_]).execute(ToolCall("c1", tool_.name, arguments))
+
+
+# -- the four-operation calculator -----------------------------------------------------------
+
+@pytest.mark.parametrize("operation, a, b, text", [
+    ("add", 15, 27, "42"),
+    ("subtract", 50, 46, "4"),
+    ("multiply", 3, 12, "36"),
+    ("divide", 100, 4, "25"),
+    ("divide", 1, 3, "0.3333333333333333"),
+    ("add", 0.1, 0.2, "0.30000000000000004"),
+    ("multiply", -2.5, 4, "-10"),
+])
+async def test_four_operations(operation, a, b, text):
+    result = await run(calculator, operation=operation, a=a, b=b)
+    assert (result.content, result.is_error) == (text, False)
+
+
+def test_calculator_is_still_a_function():
+    assert calculator("add", 15, 27) == 42
+    assert calculator.spec.parameters["properties"]["operation"]["enum"] == ["add", "subtract", "multiply", "divide"]
+    assert calculator.spec.parameters["required"] == ["operation", "a", "b"]
+
+
+async def test_division_by_zero_is_an_observation_not_a_crash():
+    result = await run(calculator, operation="divide", a=1, b=0)
+    assert result.is_error
+    assert result.content == "Error: ZeroDivisionError: division by zero / 除数不能为 0"
+
+
+async def test_unknown_operation_is_an_observation():
+    result = await run(calculator, operation="power", a=2, b=3)
+    assert result.is_error and "- operation: Input should be 'add', 'subtract', 'multiply' or 'divide'" in result.content
+
+
+# -- the expression calculator: ordinary arithmetic ------------------------------------------
+
+@pytest.mark.parametrize("expression, value", [
+    ("15 + 27", 42),
+    ("50 - 3*12 - 2*5", 4),
+    ("100 / 4 + 30", 55.0),
+    ("(17 * 23) - (144 / 12)", 379.0),
+    ("7 // 2", 3),
+    ("7 % 3", 1),
+    ("2 ** 10", 1024),
+    ("2 ^ 10", 1024),  # ^ is read as a power, as people write it
+    ("-3 + +5", 2),
+    ("1e3 + 0.5", 1000.5),
+    ("15 + 27 =", 42),
+    ("  15 + 27  ", 42),
+    # full-width and typographic operators
+    ("100 ÷ 4", 25.0),
+    ("3 × 12", 36),
+    ("（50 － 3×12）＋ 2＊5", 24),
+    ("8 ／ 2 − 1", 3.0),
+    ("max(3，4)", 4),
+    # functions and constants
+    ("sqrt(16)", 4.0),
+    ("abs(-5) * max(2, 3) + min(1, 2)", 16),
+    ("round(2.567, 2)", 2.57),
+    ("floor(2.7) + ceil(2.1)", 5),
+    ("log(e)", 1.0),
+    ("log10(1000)", 3.0),
+    ("exp(0)", 1.0),
+    ("sin(0) + cos(0) + tan(0)", 1.0),
+    ("2 * pi", 2 * math.pi),
+    ("10**1000 // 10**999", 10),
+    ("(" * 50 + "1" + ")" * 50, 1),
+])
+def test_evaluate(expression, value):
+    assert evaluate(expression) == pytest.approx(value)
+
+
+async def test_calculate_tool():
+    result = await run(calculate, expression="50 - 3*12 - 2*5")
+    assert (result.content, result.is_error) == ("4", False)
+    result = await run(calculate, expression="100 ÷ 4")
+    assert result.content == "25"
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("1 / 0", "division by zero"),
+    ("5 % 0", "division by zero"),
+    ("0 ** -1", "division by zero"),
+    ("sqrt(-1)", "sqrt(): math domain error"),
+    ("log(0)", "log(): math domain error"),
+    ("(-8) ** 0.5", "not a real number"),
+    ("1e308 * 10", "not finite"),
+    ("1e999 - 1e999", "not finite"),
+    ("exp(1000)", "exp(): math range error"),
+    ("10.0 ** 400", "overflow"),
+    ("10**400 / 3.0", "overflow"),
+    ("max(1)", "max():"),
+    ("round(1, x=2)", "keyword arguments are not allowed"),
+    ("", "not a valid expression"),
+    ("1 +", "not a valid expression"),
+    ("15 plus 27", "not a valid expression"),
+    (42, "must be a string"),
+])
+def test_arithmetic_errors_are_calculation_errors(expression, message):
+    with pytest.raises(CalculationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        evaluate(expression)
+
+
+# -- the expression calculator: hostile input ------------------------------------------------
+
+HOSTILE = [
+    ("import", "__import__('os').system('id')", "not allowed"),
+    ("eval", "eval('1')", "not allowed in an expression: calls"),
+    ("open", "open('/etc/passwd')", "not allowed in an expression: calls"),
+    ("attribute", "(1).__class__", "not allowed in an expression: attributes"),
+    ("dunder chain", "().__class__.__bases__[0].__subclasses__()", "not allowed"),
+    ("method on a function", "sqrt.__globals__", "not allowed in an expression: attributes"),
+    ("name", "x + 1", "not allowed in an expression: names"),
+    ("builtins name", "__builtins__", "not allowed in an expression: names"),
+    ("lambda", "(lambda: 1)()", "not allowed"),
+    ("bare lambda", "lambda: 1", "not allowed in an expression: lambdas"),
+    ("list comprehension", "[x for x in range(10)]", "not allowed in an expression: ListComp"),
+    ("generator", "sum(x for x in range(10**9))", "not allowed"),
+    ("dict comprehension", "{x: x for x in range(3)}", "not allowed"),
+    ("subscript", "(1, 2)[0]", "not allowed in an expression: subscripts"),
+    ("list", "[1, 2]", "not allowed in an expression: List"),
+    ("tuple", "1, 2", "not allowed in an expression: Tuple"),
+    ("starred", "max(*[1, 2])", "not allowed"),
+    ("string constant", "'a'", "not allowed in an expression: Constant"),
+    ("string times huge", "'a' * 10**9", "not allowed in an expression: Constant"),
+    ("bytes constant", "b'a' * 10", "not allowed in an expression: Constant"),
+    ("none", "None", "not allowed in an expression: Constant"),
+    ("boolean", "True + 1", "not allowed in an expression: Constant"),
+    ("complex literal", "1j * 1j", "not allowed in an expression: Constant"),
+    ("f-string", "f'{1+1}'", "not allowed in an expression: JoinedStr"),
+    ("f-string format leak", "f'{sqrt.__globals__}'", "not allowed"),
+    ("walrus", "(y := 3)", "not allowed in an expression: NamedExpr"),
+    ("comparison", "1 < 2", "not allowed in an expression: Compare"),
+    ("boolean op", "1 and 2", "not allowed in an expression: BoolOp"),
+    ("conditional", "1 if 1 else 2", "not allowed in an expression: IfExp"),
+    ("shift", "1 << 10**9", "not allowed in an expression: BinOp"),
+    ("bit not", "~1", "not allowed in an expression: UnaryOp"),
+    ("matmul", "1 @ 2", "not allowed in an expression: BinOp"),
+    ("keyword args", "round(1.5, ndigits=1)", "keyword arguments are not allowed"),
+    ("statement", "import os", "not a valid expression"),
+    ("assignment", "x = 1", "not a valid expression"),
+    ("two statements", "1; 2", "not a valid expression"),
+    ("null byte", "1 +\x00 1", "not a valid expression"),
+    ("lone surrogate", "1 + \ud800", "not a valid expression"),
+    ("power tower 10", "10**10**10", "result too large"),
+    ("power tower 9", "9**9**9", "result too large"),
+    ("huge power", "2**10**8", "result too large"),
+    ("huge negative power", "2**-10**10", "result too large"),
+    ("float power", "1.0000001 ** 10**20", "result too large"),
+    ("power of a product", "(10**1000 * 10**1000) ** 2", "result too large"),
+    ("huge product", "*".join(["(10**1000)"] * 20), "result too large"),
+    ("product via functions", "abs(-10**1000) * max(10**1000, 1) * 10**1000", "result too large"),
+    ("product of negatives", "-(10**1000) * -(10**1000) * 10**1000", "result too large"),
+    ("round to huge negative digits", "round(1, -10**8)", "ndigits out of range"),
+    ("long expression", "1+" * 600 + "1", f"longer than {MAX_EXPRESSION_CHARS} characters"),
+    ("many nodes", "+".join(["1"] * 450), "too complex"),
+    ("deep unary minus", "-" * 999 + "1", "too complex"),
+    ("deep parentheses", "(" * 300 + "1" + ")" * 300, "not a valid expression"),
+    ("deep calls", "abs(" * 150 + "1" + ")" * 150, "too complex"),
+    ("deep power chain", "2**" * 300 + "1", "too complex"),
+]
+
+
+@pytest.mark.parametrize("expression, message", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_hostile_expressions_are_refused_quickly(expression, message):
+    start = time.perf_counter()
+    with pytest.raises(CalculationError) as e:
+        evaluate(expression)
+    elapsed = time.perf_counter() - start
+    assert message in str(e.value)
+    assert elapsed < 0.05, f"{elapsed * 1000:.1f} ms to refuse {expression[:40]!r}"
+
+
+def call_at_depth(headroom: int, fn, *args):
+    """Call ``fn`` with only about ``headroom`` frames left before the recursion limit."""
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+
+    def dive(n):
+        return dive(n - 1) if n else fn(*args)
+
+    return dive(max(0, sys.getrecursionlimit() - depth - headroom))
+
+
+@pytest.mark.parametrize("expression", [
+    "-" * 999 + "1",
+    "+-" * 499 + "1",
+    "-" * 150 + "1",
+    "abs(" * 150 + "1" + ")" * 150,
+    "(" * 199 + "1" + ")" * 199,
+    "15 + 27",
+], ids=["minus-999", "plus-minus-998", "minus-150", "abs-150", "parens-199", "plain"])
+@pytest.mark.parametrize("headroom", [50, 200])
+def test_recursion_error_never_escapes(expression, headroom):
+    """Deep input evaluated with little stack left (a tool called deep in someone's program) is
+    refused with a CalculationError - a RecursionError must not escape."""
+    try:
+        value = call_at_depth(headroom, evaluate, expression)
+    except CalculationError:
+        return
+    assert value in (1, 42, -1)
+
+
+@pytest.mark.parametrize("expression", [h[1] for h in HOSTILE[:12]] + ["9**9**9", "2**10**8"])
+async def test_hostile_expressions_through_the_toolbox_are_observations(expression):
+    result = await run(calculate, expression=expression)
+    assert result.is_error and result.content.startswith("Error: ")
