@@ -35,7 +35,7 @@ def main() -> None:
         solved = turns = calls = tokens = 0
         seconds = 0.0
         for task in tasks:
-            agent = ReActAgent(model, [calculator, calculate], protocol=protocol, max_turns=8)
+            agent = ReActAgent(model, [calculate, calculator], protocol=protocol, max_turns=8)
             t = time.perf_counter()
             r = agent.run(task["question"])
             dt = time.perf_counter() - t

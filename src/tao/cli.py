@@ -48,7 +48,7 @@ class AgentKind(str, Enum):
 def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
     """The agent ``--agent`` names, with the built-in calculators as its tools."""
     agent = getattr(agent, "value", agent)
-    tools = [calculator, calculate]
+    tools = [calculate, calculator]
     if agent == "react":
         return ReActAgent(model, tools, protocol="tools", max_turns=max_turns)
     if agent == "react-text":

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal
 
+from .. import prompts
 from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
                       RunStarted, Thought, TokenDelta, TurnStarted)
 from ..messages import Message, Usage
@@ -50,6 +52,8 @@ class ReActAgent(Agent):
         messages = [Message.system(system), Message.user(task)]
         kwargs = proto.model_kwargs(self.model, toolbox, lang)
         usage, n_calls, turn = Usage(), 0, 0
+        seen: set[tuple[str, str]] = set()
+        notes = prompts.table("text_protocol")
         answer, status, error = None, "max_turns", None
         yield RunStarted(task, self.name, self.model.name)
         try:
@@ -82,6 +86,10 @@ class ReActAgent(Agent):
                 results = await toolbox.execute_all(step.calls)
                 n_calls += len(step.calls)
                 for call, res in zip(step.calls, results):
+                    key = (call.name, repr(sorted(call.arguments.items())))
+                    if key in seen:  # same call again: small models loop here; nudge them on
+                        res = replace(res, content=res.content + notes[lang]["repeated"])
+                    seen.add(key)
                     messages.append(proto.observation(call, res, lang))
                     yield Observation(call.id, call.name, res.content, res.is_error, turn, res.duration_s)
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
