@@ -115,6 +115,23 @@ EVENTS = [
     RunFinished(Result(None, "max_turns", 10, 10)),
 ]
 
+PLAN_STEPS = [{"id": "step1", "description": "3 本书的钱", "tool": "calculator",
+               "args": {"operation": "multiply", "a": 3, "b": 12}, "depends_on": []},
+              {"id": "step2", "description": "还剩", "instruction": "50 - $step1", "depends_on": ["step1"]}]
+EVENTS += [  # Plan-and-Execute (tests/test_plan*.py cover how they are emitted)
+    events.PlanCreated(PLAN_STEPS, 1, "他还剩 $step2 元"),
+    events.PlanCreated(PLAN_STEPS[:1], 2),
+    events.StepStarted("step1", "3 本书的钱", "calculator", {"operation": "multiply", "a": 3, "b": 12}),
+    events.StepStarted("step2", "还剩", None, {"instruction": "50 - 36"}, attempt=2),
+    events.StepFinished("step1", "36", 1, 0.0012),
+    events.StepRetried("step1", 1, "Error: ConnectionError: reset", 0.5),
+    events.StepFailed("step1", "Error: KeyError: 'pencil'", 4),
+    events.StepSkipped("step2", "step1 failed: Error: KeyError: 'pencil'"),
+    events.Replanned(1, "- step1 failed", PLAN_STEPS[1:], 2, "$step2"),
+    events.Nested("step2", 1, Action(CALL, 1)),
+    events.Nested("step2/step1", 2, events.StepFinished("step1", "14")),
+]
+
 
 @pytest.mark.parametrize("event", EVENTS, ids=[f"{e.kind}-{i}" for i, e in enumerate(EVENTS)])
 def test_event_round_trip(event):

@@ -137,3 +137,103 @@ def event_from_dict(d: dict[str, Any]) -> Event:
 
         d["result"] = Result.from_dict(d["result"])
     return cls(**d)
+
+
+# -- Plan-and-Execute ----------------------------------------------------------------------------
+# A plan is a DAG of steps. ``steps`` below is that DAG as plain JSON data: one dict per step with
+# "id", "description", "tool" + "args" (or "instruction" for a step run by the step agent) and
+# "depends_on". Step events name the step by its id ("step3"); ``attempt`` counts from 1.
+
+
+@dataclass(frozen=True, slots=True)
+class PlanCreated(Event):
+    """The planner's first valid plan. ``answer`` is the plan's answer template ("$step4"), or
+    None when the answer will be written by one more model call from the results."""
+
+    kind: ClassVar[str] = "plan_created"
+    steps: list[dict[str, Any]]
+    turn: int
+    answer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted(Event):
+    """A step starts: ``tool`` with its arguments, references already resolved, or (``tool`` is
+    None) the step agent with ``args == {"instruction": ...}``."""
+
+    kind: ClassVar[str] = "step_started"
+    step_id: str
+    description: str
+    tool: str | None
+    args: dict[str, Any]
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished(Event):
+    kind: ClassVar[str] = "step_finished"
+    step_id: str
+    result: str
+    attempt: int = 1
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepRetried(Event):
+    """Attempt ``attempt`` of the step failed; it runs again after ``delay_s``."""
+
+    kind: ClassVar[str] = "step_retried"
+    step_id: str
+    attempt: int
+    error: str
+    delay_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepFailed(Event):
+    """The step failed for good (after ``attempts`` tries); its dependents are skipped."""
+
+    kind: ClassVar[str] = "step_failed"
+    step_id: str
+    error: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepSkipped(Event):
+    kind: ClassVar[str] = "step_skipped"
+    step_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Replanned(Event):
+    """A step failed, so the planner was asked again: ``steps`` is the plan for the remaining
+    work (it may use the results of steps that finished as ``$stepN``)."""
+
+    kind: ClassVar[str] = "replanned"
+    replan: int
+    reason: str
+    steps: list[dict[str, Any]]
+    turn: int
+    answer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Nested(Event):
+    """An event of a sub-agent that runs step ``step_id`` (a step agent, or an agent used as a
+    tool). Nesting is flat: a sub-sub-agent's event is one ``Nested`` with ``depth`` 2 and the
+    path of step ids, e.g. ``"step2/step1"``."""
+
+    kind: ClassVar[str] = "nested"
+    step_id: str
+    depth: int
+    event: Event
+
+    def __post_init__(self) -> None:  # read back from a trace: the inner event is a dict
+        if isinstance(self.event, dict):
+            object.__setattr__(self, "event", event_from_dict(self.event))
+
+
+EVENT_TYPES.update({cls.kind: cls for cls in (PlanCreated, StepStarted, StepFinished, StepRetried,
+                                              StepFailed, StepSkipped, Replanned, Nested)})

@@ -1,0 +1,214 @@
+"""Plan-and-Execute: plan the task as a DAG of steps, run them in parallel, re-plan on failure.
+
+The loop: the planner's model call returns a plan (validated; an invalid one goes back with its
+problems); the executor runs each step the moment its own dependencies are done; a step that
+fails after its retries skips its dependents and, once the rest has run, the planner is asked for
+a plan of the remaining work (at most ``max_replans`` times). The answer is the plan's answer
+template filled with results - no further model call - or, when the plan has none, one short
+synthesis call. The parts live in ``tao.plan``.
+
+Accounting: ``Result.turns`` is the number of model (LLM) calls of the run, sub-agents' included:
+the seed 小明 task is 1 (the plan, whose answer is ``$step4``). ``Result.tool_calls`` counts tool
+executions, retries and sub-agents' calls included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import prompts
+from ..events import Error, Event, FinalAnswer, Nested, PlanCreated, Replanned, RunFinished, RunStarted
+from ..messages import ToolCall
+from ..models.base import Model
+from ..plan.agent_tool import AgentTool, answer_of, nest
+from ..plan.executor import Attempt, Executor, Outcome
+from ..plan.planner import PlanFailed, Planner, Tally
+from ..plan.references import references, resolve
+from ..plan.schema import Plan, Step
+from ..tools.base import Tool, Toolbox, to_text
+from .base import Agent, Result, detect_language
+
+_END = object()
+_PERMANENT = ("Error: invalid arguments", "Error: unknown tool", "Error: the arguments for")
+
+
+@dataclass(slots=True)
+class _Run:
+    """The state of one run (an agent may run several tasks at once)."""
+
+    task: str
+    lang: str
+    emit: Callable[[Event], None]
+    tally: Tally
+    pool: ThreadPoolExecutor
+    steps: dict[str, Step] = field(default_factory=dict)  # every step of every plan
+    results: dict[str, Any] = field(default_factory=dict)  # values of the finished steps
+    done: list[Outcome] = field(default_factory=list)
+
+
+class PlanExecuteAgent(Agent):
+    """``PlanExecuteAgent(model, tools, step_agent=None, max_replans=2, max_retries=3,
+    concurrency=8, executor="async")``.
+
+    ``step_agent``: an ``Agent`` (or a factory returning one per step) that runs the steps the
+    planner gives an ``instruction`` instead of a tool call; it gets the instruction and the
+    results of the step's dependencies, and its events appear in this agent's stream as
+    ``Nested``. Without it every step must call a tool. ``max_fixes``: how many times an invalid
+    plan goes back to the planner. ``step_timeout`` (seconds) bounds each attempt of a step;
+    ``retry_backoff`` is the first retry's delay (doubling after). Only ``executor="async"``
+    exists for now.
+    """
+
+    name = "plan"
+
+    def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
+                 step_agent: Agent | Callable[[], Agent] | None = None, max_replans: int = 2,
+                 max_retries: int = 3, concurrency: int = 8, executor: str = "async",
+                 max_fixes: int = 2, step_timeout: float | None = None,
+                 retry_backoff: float = 0.5, language: str | None = None,
+                 system_prompt: str | None = None):
+        if executor != "async":
+            raise ValueError(f"executor={executor!r} is not available; use executor='async'")
+        for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
+                            (max_fixes, "max_fixes")):
+            if value < 0:
+                raise ValueError(f"{what} must be 0 or more")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if step_agent is not None and not (isinstance(step_agent, Agent) or callable(step_agent)):
+            raise TypeError(f"step_agent must be an Agent or a factory of agents, not {step_agent!r}")
+        self.model = model
+        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.step_agent = step_agent
+        self.max_replans, self.max_retries, self.max_fixes = max_replans, max_retries, max_fixes
+        self.concurrency = concurrency
+        self.executor = executor
+        self.step_timeout = step_timeout
+        self.retry_backoff = retry_backoff
+        self.language = language
+        self.system_prompt = system_prompt
+
+    async def stream(self, task: str) -> AsyncIterator[Event]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        runner = asyncio.ensure_future(self._run(task, queue.put_nowait))
+        runner.add_done_callback(lambda _: queue.put_nowait(_END))
+        try:
+            while (event := await queue.get()) is not _END:
+                yield event
+            runner.result()  # a bug in the loop itself surfaces here
+        finally:
+            if not runner.done():  # the consumer stopped early: stop the run
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
+
+    async def _run(self, task: str, emit: Callable[[Event], None]) -> None:
+        start = time.perf_counter()
+        lang = self.language or detect_language(task)
+        run = _Run(task, lang if lang in ("zh", "en") else "en", emit, Tally(), ThreadPoolExecutor(self.concurrency, "tao-plan"))
+        planner = Planner(self.model, self.toolbox, emit, run.tally, lang=lang,
+                          agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
+                          system_prompt=self.system_prompt)
+        executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
+                            emit, concurrency=self.concurrency, max_retries=self.max_retries,
+                            backoff=self.retry_backoff, timeout=self.step_timeout)
+        answer, status, error = None, "error", None
+        emit(RunStarted(task, self.name, self.model.name))
+        try:
+            plan = await planner.plan(task)
+            emit(PlanCreated(plan.to_dicts(), run.tally.turns, plan.answer))
+            template, replans = plan.answer, 0
+            while True:
+                run.steps.update((s.id, s) for s in plan.steps)
+                outcomes = await executor.run(plan.steps, run.results)
+                run.done += [o for o in outcomes.values() if o.status == "done"]
+                troubles = [o for o in outcomes.values() if o.status != "done"]
+                if not troubles:
+                    break
+                failed = next(o for o in troubles if o.status == "failed")
+                if replans >= self.max_replans:
+                    raise PlanFailed(f"{failed.step.id} failed after {failed.attempts} "
+                                     f"attempt(s): {failed.text}"
+                                     + (f" (no re-plans left: {replans} made)" if replans else ""))
+                replans += 1
+                plan, reason = await planner.replan(task, run.done, troubles, run.results)
+                emit(Replanned(replans, reason, plan.to_dicts(), run.tally.turns, plan.answer))
+                if plan.answer is not None:
+                    template = plan.answer
+            if template is not None and all(r in run.results for r in references(template)):
+                answer = to_text(resolve(template, run.results))
+            else:
+                answer = await planner.synthesize(task, run.done)
+            status = "done"
+            emit(FinalAnswer(answer, run.tally.turns))
+        except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
+            error = str(e) if isinstance(e, PlanFailed) else f"{type(e).__name__}: {e}"
+            emit(Error(error, run.tally.turns))
+        finally:
+            run.pool.shutdown(wait=False, cancel_futures=True)
+        t = run.tally
+        emit(RunFinished(Result(answer, status, t.turns, t.tool_calls, t.usage,
+                                time.perf_counter() - start, planner.messages, error)))
+
+    # -- running one step -----------------------------------------------------------------
+    async def _run_step(self, run: _Run, step: Step, payload: Any) -> Attempt:
+        if step.tool is None:
+            return await self._run_agent_step(run, step, payload)
+        tool = self.toolbox[step.tool]
+        run.tally.tool_calls += 1
+        if isinstance(tool, AgentTool):
+            try:
+                task = tool.validate(payload)["task"]
+            except ValueError as e:
+                return Attempt(False, f"Error: {e}", retry=False)
+            return await self._nested(run, step.id, tool.stream(task, step.id), tool.name)
+        call = ToolCall(f"{step.id}", step.tool, payload)
+        if tool.is_async():
+            res = await self.toolbox.execute(call)
+        else:  # our own pool: as many threads as steps may run at once
+            loop = asyncio.get_running_loop()
+            res = await loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call)
+        return Attempt(not res.is_error, res.content, res.value,
+                       retry=not res.content.startswith(_PERMANENT))
+
+    async def _run_agent_step(self, run: _Run, step: Step, instruction: str) -> Attempt:
+        texts = prompts.table("plan")[run.lang]
+        task = prompts.render(texts["step_task"], instruction=instruction, task=run.task,
+                              description=step.description)
+        if step.depends_on:
+            lines = [prompts.render(texts["result_line"], id=d, description=run.steps[d].description,
+                                    result=to_text(run.results[d])) for d in step.depends_on]
+            task += "\n" + prompts.render(texts["step_context"], results="\n".join(lines))
+        agent = self.step_agent if isinstance(self.step_agent, Agent) else self.step_agent()
+        stream = (nest(step.id, e) async for e in agent.stream(task))
+        return await self._nested(run, step.id, stream, agent.name)
+
+    async def _nested(self, run: _Run, step_id: str, events: AsyncIterator[Nested],
+                      name: str) -> Attempt:
+        """Forward a sub-agent's (already nested) events; its spending counts as ours."""
+        result = None
+        async for event in events:
+            run.emit(event)
+            if event.depth == 1 and type(event.event) is RunFinished:
+                result = event.event.result
+        if result is not None:
+            run.tally.turns += result.turns
+            run.tally.tool_calls += result.tool_calls
+            run.tally.usage.add(result.usage)
+        try:
+            answer = answer_of(result, name)
+        except RuntimeError as e:
+            return Attempt(False, f"Error: {e}")
+        return Attempt(True, answer, answer)
+
+
+def _execute_sync(toolbox: Toolbox, call: ToolCall) -> Any:
+    """Run a sync tool's call in a pool thread with the Toolbox's own error handling."""
+    return asyncio.run(toolbox.execute(call))
+
+
+__all__ = ["PlanExecuteAgent", "Plan", "Step"]

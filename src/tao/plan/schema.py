@@ -1,0 +1,247 @@
+"""Plans: their JSON schema, parsing the planner's reply, and checking it before anything runs.
+
+A plan is ``{"steps": [...], "answer": "..."}``. Each step has an ``id`` (``step1``, ``step2``...),
+a ``description``, what runs it - a ``tool`` with ``args`` or, when the agent has a step agent, an
+``instruction`` - and ``depends_on``. ``$stepN`` in the args (or the instruction) is the result of
+step N. ``answer`` is optional: a template such as ``"He has $step4 yuan left"`` that becomes the
+final answer with no further model call; a step with ``"final": true`` means ``"answer": "$stepN"``.
+Without either, the agent asks the model once more to write the answer from the results.
+
+Forms that models (and the seeds) write are read too: a bare list of steps, ``"tasks"`` or
+``"plan"`` for ``"steps"``, numeric ids (``1`` is ``step1``), ``dependencies`` for ``depends_on``,
+``arguments`` for ``args``, and the seeds' calculator shape ``{"operation": "multiply",
+"operandA": 3, "operandB": "$step1"}``, which is the ``calculator`` tool.
+
+Everything wrong with a plan is reported at once, in words the planner can act on
+(``PlanInvalid``); pydantic checks the structure and is imported only when a plan is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from ..tools.base import Toolbox
+from .references import references
+from .validate import check
+
+STEP_ID = re.compile(r"step\d+")
+_LOOSE_ID = re.compile(r"\s*(?:step[\s_-]*)?#?(\d+)\s*", re.IGNORECASE)
+_LOOSE_REF = re.compile(r"\s*(?:\$|step|\$step)\s*(\d+)\s*", re.IGNORECASE)
+REFERENCE_SCHEMA = {"type": "string", "pattern": "^\\$step[0-9]+$"}
+
+
+class PlanInvalid(ValueError):
+    """The planner's reply is not a usable plan; the message lists every problem found."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    id: str
+    description: str = ""
+    tool: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    instruction: str | None = None
+    depends_on: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "description": self.description}
+        if self.tool is not None:
+            d["tool"], d["args"] = self.tool, self.args
+        if self.instruction is not None:
+            d["instruction"] = self.instruction
+        d["depends_on"] = list(self.depends_on)
+        return d
+
+
+@dataclass(slots=True)
+class Plan:
+    steps: list[Step]
+    answer: str | None = None  # a template with $stepN references; None: a synthesis call
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The DAG as plain JSON data (what ``PlanCreated`` carries)."""
+        return [s.to_dict() for s in self.steps]
+
+    def to_json(self) -> str:
+        d: dict[str, Any] = {"steps": self.to_dicts()}
+        if self.answer is not None:
+            d["answer"] = self.answer
+        return json.dumps(d, ensure_ascii=False)
+
+
+# -- the schema the model is asked to follow ------------------------------------------------------
+
+def plan_schema(toolbox: Toolbox, agent_steps: bool = False) -> dict[str, Any]:
+    """The JSON schema of a plan for these tools, for ``response_format`` (and, on the embedded
+    model, a grammar). Each tool's arguments keep their own schema but also accept a reference."""
+    ids = {"type": "string", "pattern": "^step[0-9]+$"}
+    common = {"id": ids, "description": {"type": "string"}}
+    deps = {"depends_on": {"type": "array", "items": ids}, "final": {"type": "boolean"}}
+    variants = []
+    for t in toolbox:
+        params = json.loads(json.dumps(t.spec.parameters))
+        params["properties"] = {k: {"anyOf": [v, REFERENCE_SCHEMA]}
+                                for k, v in params.get("properties", {}).items()}
+        variants.append({"type": "object", "additionalProperties": False,
+                         "properties": {**common, "tool": {"const": t.name}, "args": params, **deps},
+                         "required": ["id", "description", "tool", "args", "depends_on"]})
+    if agent_steps:
+        variants.append({"type": "object", "additionalProperties": False,
+                         "properties": {**common, "instruction": {"type": "string"}, **deps},
+                         "required": ["id", "description", "instruction", "depends_on"]})
+    step = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {"type": "object", "additionalProperties": False,
+            "properties": {"steps": {"type": "array", "minItems": 1, "items": step},
+                           "answer": {"type": "string"}},
+            "required": ["steps"]}
+
+
+def response_format(toolbox: Toolbox, agent_steps: bool = False) -> dict[str, Any]:
+    return {"type": "json_schema",
+            "json_schema": {"name": "plan", "schema": plan_schema(toolbox, agent_steps)}}
+
+
+# -- reading the reply ----------------------------------------------------------------------------
+
+def load_json(text: str) -> Any:
+    """The JSON value in a reply, tolerating code fences and prose around one object or list."""
+    body = text.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL)
+    if fence:
+        body = fence.group(1).strip()
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as first:
+        starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
+        if starts:
+            try:
+                value, _ = json.JSONDecoder().raw_decode(body[min(starts):])
+                return value
+            except json.JSONDecodeError:
+                pass
+        clip = body if len(body) <= 200 else body[:200] + "..."
+        raise PlanInvalid(f"the reply is not valid JSON ({first.msg} at character {first.pos} "
+                          f"of {clip!r})") from None
+
+
+def _loose_id(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"step{value}"
+    if isinstance(value, str) and (m := _LOOSE_ID.fullmatch(value)):
+        return f"step{m.group(1)}"
+    return value
+
+
+def _operand(value: Any) -> Any:
+    if isinstance(value, str) and (m := _LOOSE_REF.fullmatch(value)):
+        return f"$step{m.group(1)}"
+    return value
+
+
+def _normalise_step(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    d = dict(raw)
+    for alias in ("dependencies", "deps", "dependsOn"):
+        if alias in d and "depends_on" not in d:
+            d["depends_on"] = d.pop(alias)
+    if "arguments" in d and "args" not in d:
+        d["args"] = d.pop("arguments")
+    if "tool_name" in d and "tool" not in d:
+        d["tool"] = d.pop("tool_name")
+    if "operation" in d and "tool" not in d:  # the seeds' calculator shape
+        d["tool"] = "calculator"
+        d["args"] = {"operation": d.pop("operation"), "a": _operand(d.pop("operandA", None)),
+                     "b": _operand(d.pop("operandB", None))}
+    if "id" in d:
+        d["id"] = _loose_id(d["id"])
+    deps = d.get("depends_on")
+    if isinstance(deps, (str, int)) and not isinstance(deps, bool):
+        deps = [deps]
+    if isinstance(deps, list):
+        d["depends_on"] = [_loose_id(x) for x in deps]
+    elif deps is None:
+        d["depends_on"] = []
+    return d
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, list):
+        value = {"steps": value}
+    if isinstance(value, dict):
+        value = dict(value)
+        for alias in ("tasks", "plan"):
+            if alias in value and "steps" not in value:
+                value["steps"] = value.pop(alias)
+        if isinstance(value.get("steps"), list):
+            value["steps"] = [_normalise_step(s) for s in value["steps"]]
+    return value
+
+
+@cache
+def _plan_model() -> Any:
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class StepModel(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+        id: str
+        description: str = ""
+        tool: str | None = None
+        args: dict[str, Any] = Field(default_factory=dict)
+        instruction: str | None = None
+        depends_on: list[str] = Field(default_factory=list)
+        final: bool = False
+
+    class PlanModel(BaseModel):
+        model_config = ConfigDict(extra="ignore")
+        steps: list[StepModel]
+        answer: str | None = None
+
+    return PlanModel
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the plan"
+
+
+def parse_plan(text: str, toolbox: Toolbox, *, agent_steps: bool = False,
+               finished: Mapping[str, Any] | None = None) -> Plan:
+    """The plan in a planner's reply, checked against the tools; ``PlanInvalid`` lists what is
+    wrong. ``finished`` holds the results of steps run before (a re-plan may use them)."""
+    from pydantic import ValidationError
+
+    value = _normalise(load_json(text))
+    if not isinstance(value, dict):
+        raise PlanInvalid(f'expected a JSON object {{"steps": [...]}}, got {type(value).__name__}')
+    try:
+        model = _plan_model().model_validate(value)
+    except ValidationError as e:
+        lines = [f"- {_where(err['loc'])}: {err['msg']}"
+                 + ("" if err["type"] == "missing" else f" (got {err.get('input')!r})")
+                 for err in e.errors()]
+        raise PlanInvalid("the plan does not have the required shape:\n" + "\n".join(lines)) from None
+    steps = [Step(s.id, s.description, s.tool, s.args, s.instruction, tuple(s.depends_on))
+             for s in model.steps]
+    answer = model.answer
+    finals = [s.id for s in model.steps if s.final]
+    errors = []
+    if len(finals) > 1:
+        errors.append(f"only one step can be final, but {', '.join(finals)} are marked final")
+    elif finals and answer is None:
+        answer = f"${finals[0]}"
+    errors += check(steps, toolbox, agent_steps=agent_steps, finished=finished or {})
+    if answer is not None:
+        known = {s.id for s in steps} | set(finished or {})
+        errors += [f"the answer uses ${r}, which is not a step of the plan"
+                   for r in references(answer) if r not in known]
+    if errors:
+        raise PlanInvalid("\n".join(f"- {e}" for e in errors))
+    return Plan(steps, answer)
