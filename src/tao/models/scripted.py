@@ -58,6 +58,17 @@ class ScriptedModel(Model):
         self.name = name
         self.calls: list[list[Message]] = []
         self._next = 0
+        self._counted: tuple[Any, int, int] = (None, 0, 0)
+
+    def _prompt_chars(self, messages: Sequence[Message]) -> int:
+        """Characters sent, counted incrementally: an agent resends one growing list, and a
+        test double must not make every turn cost O(history)."""
+        key, seen, chars = self._counted
+        if key is not messages or len(messages) < seen:
+            seen, chars = 0, 0
+        chars += sum(len(m.content) for m in messages[seen:])
+        self._counted = (messages, len(messages), chars)
+        return chars
 
     @property
     def remaining(self) -> int:
@@ -73,6 +84,7 @@ class ScriptedModel(Model):
         stop: Sequence[str] | None = None,
         max_tokens: int | None = None,
     ) -> AsyncIterator[Chunk]:
+        prompt_chars = self._prompt_chars(messages)
         messages = list(messages)
         self.calls.append(messages)
         if self._next >= len(self.replies):
@@ -91,7 +103,6 @@ class ScriptedModel(Model):
                 yield text[i : i + self.chunk_size]
         elif text:
             yield text
-        prompt_chars = sum(len(m.content) for m in messages)
         out_chars = len(text) + sum(len(str(c.arguments)) + len(c.name) for c in message.tool_calls)
         usage = Usage(prompt_chars // 4 + 1, out_chars // 4 + 1)
         yield ModelResponse(message, usage, "tool_calls" if message.tool_calls else "stop")

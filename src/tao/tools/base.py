@@ -30,6 +30,10 @@ class ToolResult:
     value: Any = None  # the raw Python value, for callers that want more than text
 
 
+class InvalidArguments(ValueError):
+    """The model's arguments do not fit the tool's schema (the message is written for the model)."""
+
+
 class Tool:
     """A tool. Subclass it and define ``name``, ``description``, an ``Args`` pydantic model and
     ``run(**args)`` (sync or async) - or use ``@tool`` on a function.
@@ -74,15 +78,17 @@ class Tool:
         """Validated keyword arguments, or ``ValueError`` with a message written for a model."""
         from pydantic import ValidationError
 
-        model = self.args_model()
         try:
-            parsed = model.model_validate(arguments)
+            parsed = self.args_model().model_validate(arguments)
         except ValidationError as e:
-            raise ValueError(_explain(self, e)) from None
-        return {name: getattr(parsed, name) for name in model.model_fields}
+            raise InvalidArguments(_explain(self, e)) from None
+        return dict(parsed.__dict__)
 
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.run)
+        cached = self.__dict__.get("_is_async")
+        if cached is None:
+            cached = self.__dict__["_is_async"] = inspect.iscoroutinefunction(self.run)
+        return cached
 
 
 def _type_name(prop: dict[str, Any]) -> str:
@@ -117,6 +123,7 @@ class FunctionTool(Tool):
         self._description = description
         self.timeout = timeout
         self._args_model: Any = None
+        self._is_async = inspect.iscoroutinefunction(fn)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -139,7 +146,7 @@ class FunctionTool(Tool):
         return self.fn(**kwargs)
 
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
+        return self._is_async
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the decorated function still calls the function."""
@@ -269,9 +276,8 @@ class Toolbox:
                 value = await (asyncio.wait_for(fut, t.timeout) if t.timeout else fut)
             else:
                 value = t.run(**kwargs)
-        except ValueError as e:
-            msg = str(e) if str(e).startswith("invalid arguments") else f"ValueError: {e}"
-            return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
+        except InvalidArguments as e:
+            return ToolResult(f"Error: {e}", True, time.perf_counter() - start)
         except TimeoutError as e:
             msg = (f"tool {t.name!r} timed out after {t.timeout} s" if t.timeout
                    else f"{type(e).__name__}: {e}")  # the tool's own timeout, not ours
