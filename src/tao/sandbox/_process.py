@@ -1,0 +1,104 @@
+"""The worker process as the host holds it: how it is booted, killed and explained when it dies.
+
+Kept apart from ``host.py`` (the conversation) so each reads on its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import marshal
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ._io import FrameReader
+from .privileges import kill_uid
+
+WORKER_SOURCE = (Path(__file__).with_name("_worker.py")).read_text(encoding="utf-8")
+# Reads the precompiled worker (one frame of marshalled code) from the control pipe and runs it.
+BOOT = ("import marshal,os,sys\n"
+        "def _r(n,f=int(sys.argv[1])):\n"
+        " b=b''\n"
+        " while len(b)<n:\n"
+        "  c=os.read(f,n-len(b))\n"
+        "  if not c:raise SystemExit(3)\n"
+        "  b+=c\n"
+        " return b\n"
+        "exec(marshal.loads(_r(int.from_bytes(_r(4),'big'))))")
+
+
+@functools.cache
+def _worker_code() -> bytes:
+    code = marshal.dumps(compile(WORKER_SOURCE, "<tao-worker>", "exec", dont_inherit=True))
+    return len(code).to_bytes(4, "big") + code
+
+
+START_TIMEOUT_S = 30.0
+
+
+class _Worker:
+    """One worker process and the host ends of its pipes."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], ctl_w: int, ctl_r: int, out_r: int,
+                 err_r: int, kill_uid: int | None = None, python: str | None = None):
+        self.proc, self.ctl_w, self.ctl_r, self.out_r, self.err_r = proc, ctl_w, ctl_r, out_r, err_r
+        self.kill_uid_, self.python = kill_uid, python
+        self.frames = FrameReader()
+        self.ready = False
+        self.info: dict[str, Any] = {}
+        self.pending = b""
+        self.extra_kill: Any = None
+
+    def terminate(self) -> None:
+        """Kill the worker and everything it started, and reap it."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                self.proc.kill()
+        if self.extra_kill is not None:
+            self.extra_kill()
+        if self.kill_uid_ is not None and self.python:
+            kill_uid(self.kill_uid_, self.python)  # children that left the process group
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close_fds(self) -> None:
+        for fd in (self.ctl_w, self.ctl_r, self.out_r, self.err_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        self.terminate()
+        self.close_fds()
+
+
+def _release(holder: list[_Worker | None], workspace: Path | None) -> None:
+    worker, holder[0] = holder[0], None
+    if worker is not None:
+        worker.kill()
+    if workspace is not None:
+        shutil.rmtree(workspace, ignore_errors=True)  # fd-based: symlinks inside are not followed
+
+
+def _describe_exit(rc: int | None) -> str:
+    if rc is None:
+        return "The sandbox worker stopped responding"
+    sig = -rc if rc < 0 else rc - 128 if rc > 128 else 0
+    if not sig:
+        return f"The sandboxed code ended the worker process (exit status {rc})"
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    why = {"SIGKILL": "killed - most likely the memory limit or the system's out-of-memory killer",
+           "SIGXCPU": "killed - the CPU time limit was reached",
+           "SIGSEGV": "crashed (segmentation fault)", "SIGABRT": "aborted"}.get(name, "killed")
+    return f"The sandbox worker was {why} ({name})"

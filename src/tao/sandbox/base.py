@@ -1,0 +1,135 @@
+"""The sandbox vocabulary: what an execution returns, the limits a worker runs under, the protocol.
+
+Every backend keeps one *persistent* worker process (a small Python REPL) so that variables live
+across executions like an IPython session and a warm execution pays no process start. What the
+sandboxed code does wrong (an exception, a timeout, a memory bomb) is an ``ExecutionResult`` - an
+observation for the model; what the library's user does wrong (no bwrap, a sandbox that cannot
+start) is a ``SandboxError`` at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import TaoError
+
+
+class SandboxError(TaoError):
+    """The sandbox cannot be set up or started (no bwrap, no Docker daemon, a broken worker)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The requested backend does not work on this machine."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one sandbox. ``timeout_s`` is the default wall clock of one ``execute``;
+    ``cpu_s`` is a backstop over the worker's whole life (the worker is restarted when it is hit).
+    ``memory_bytes`` is an address-space limit per process (RLIMIT_AS), ``max_processes`` counts
+    threads too. Output beyond ``max_output_bytes`` per stream is dropped and marked; a worker
+    writing more than ``kill_output_bytes`` is killed, so printing gigabytes costs the host nothing.
+    """
+
+    timeout_s: float = 30.0
+    cpu_s: int = 600
+    memory_bytes: int = 1 << 30
+    max_processes: int = 64
+    max_open_files: int = 256
+    max_file_bytes: int = 64 << 20
+    tmpfs_bytes: int = 256 << 20
+    max_output_bytes: int = 64 << 10
+    kill_output_bytes: int = 32 << 20
+
+    def rlimits(self, nproc: bool = True) -> dict[str, tuple[int, int]]:
+        """The rlimits the worker applies to itself before running any user code."""
+        limits = {
+            "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 5),
+            "RLIMIT_AS": (self.memory_bytes, self.memory_bytes),
+            "RLIMIT_NOFILE": (self.max_open_files, self.max_open_files),
+            "RLIMIT_FSIZE": (self.max_file_bytes, self.max_file_bytes),
+            "RLIMIT_CORE": (0, 0),
+        }
+        if nproc:
+            limits["RLIMIT_NPROC"] = (self.max_processes, self.max_processes)
+        return limits
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One call the sandboxed code made to a host tool."""
+
+    name: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    error: str | None
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionResult:
+    """What one ``execute`` observed.
+
+    ``error`` is the traceback trimmed to the user's own lines (``<cell-N>``). ``killed_reason``
+    says why the worker was killed or died (timeout, output flood, CPU or memory limit, crash);
+    after that the sandbox's variables are gone and the next execution starts a fresh worker and
+    has ``restarted=True``. ``final_answer`` holds the value given to ``final_answer(x)`` when
+    ``has_final_answer``."""
+
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    timed_out: bool = False
+    killed_reason: str | None = None
+    duration_s: float = 0.0
+    truncated: bool = False
+    final_answer: Any = None
+    has_final_answer: bool = False
+    restarted: bool = False
+    tool_calls: tuple[ToolCallRecord, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.killed_reason is None
+
+    def to_observation(self) -> str:
+        """The result as the text a model reads: output, error, and what happened to the session."""
+        parts = []
+        if self.restarted:
+            parts.append("[The sandbox was restarted before this code ran: variables, imports and "
+                         "functions from earlier code blocks are gone.]")
+        if self.stdout:
+            parts.append(self.stdout.rstrip("\n"))
+        if self.stderr:
+            parts.append("[stderr]\n" + self.stderr.rstrip("\n"))
+        if self.error:
+            parts.append(self.error.rstrip("\n"))
+        if self.killed_reason:
+            parts.append(f"[{self.killed_reason}]")
+        if self.has_final_answer:
+            parts.append(f"[final answer: {self.final_answer!r}]")
+        return "\n".join(parts) if parts else "[no output]"
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Runs model-written Python in a persistent, confined worker.
+
+    ``tools`` (a ``Toolbox``, an iterable of tools/functions, or a ``{name: callable}`` mapping)
+    become functions inside the sandbox; calling one runs it on the host and returns its value.
+    ``final_answer(x)`` is always defined there."""
+
+    kind: str
+
+    async def start(self) -> None: ...
+
+    async def execute(self, code: str, timeout: float | None = None) -> ExecutionResult: ...
+
+    def set_tools(self, tools: Any) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> Sandbox: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
