@@ -63,6 +63,12 @@ class PlanExecuteAgent(Agent):
     plan goes back to the planner. ``step_timeout`` (seconds) bounds each attempt of a step;
     ``retry_backoff`` is the first retry's delay (doubling after). Only ``executor="async"``
     exists for now.
+
+    ``stream_plan=True`` (LLMCompiler): each step starts as soon as its JSON object has streamed
+    in and checks out against the steps before it (a streamed step may only depend on earlier
+    ones), so the first tools run while the plan is still being written; ``PlanCreated`` then
+    comes after those ``StepStarted``. If the reply turns out invalid part-way, the steps that
+    ran are kept and the planner is asked for the rest.
     """
 
     name = "plan"
@@ -71,8 +77,8 @@ class PlanExecuteAgent(Agent):
                  step_agent: Agent | Callable[[], Agent] | None = None, max_replans: int = 2,
                  max_retries: int = 3, concurrency: int = 8, executor: str = "async",
                  max_fixes: int = 2, step_timeout: float | None = None,
-                 retry_backoff: float = 0.5, language: str | None = None,
-                 system_prompt: str | None = None):
+                 retry_backoff: float = 0.5, stream_plan: bool = False,
+                 language: str | None = None, system_prompt: str | None = None):
         if executor != "async":
             raise ValueError(f"executor={executor!r} is not available; use executor='async'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
@@ -91,6 +97,7 @@ class PlanExecuteAgent(Agent):
         self.executor = executor
         self.step_timeout = step_timeout
         self.retry_backoff = retry_backoff
+        self.stream_plan = stream_plan
         self.language = language
         self.system_prompt = system_prompt
 
@@ -120,12 +127,13 @@ class PlanExecuteAgent(Agent):
         answer, status, error = None, "error", None
         emit(RunStarted(task, self.name, self.model.name))
         try:
-            plan = await planner.plan(task)
+            plan, outcomes = await self._first_plan(planner, executor, run)
             emit(PlanCreated(plan.to_dicts(), run.tally.turns, plan.answer))
             template, replans = plan.answer, 0
             while True:
-                run.steps.update((s.id, s) for s in plan.steps)
-                outcomes = await executor.run(plan.steps, run.results)
+                if outcomes is None:
+                    run.steps.update((s.id, s) for s in plan.steps)
+                    outcomes = await executor.run(plan.steps, run.results)
                 run.done += [o for o in outcomes.values() if o.status == "done"]
                 troubles = [o for o in outcomes.values() if o.status != "done"]
                 if not troubles:
@@ -138,6 +146,7 @@ class PlanExecuteAgent(Agent):
                 replans += 1
                 plan, reason = await planner.replan(task, run.done, troubles, run.results)
                 emit(Replanned(replans, reason, plan.to_dicts(), run.tally.turns, plan.answer))
+                outcomes = None
                 if plan.answer is not None:
                     template = plan.answer
             if template is not None and all(r in run.results for r in references(template)):
@@ -152,6 +161,31 @@ class PlanExecuteAgent(Agent):
         t = run.tally
         emit(RunFinished(Result(answer, status, t.turns, t.tool_calls, t.usage,
                                 time.perf_counter() - start, planner.messages, error)))
+
+    async def _first_plan(self, planner: Planner, executor: Executor,
+                          run: _Run) -> tuple[Plan, dict[str, Outcome] | None]:
+        """The first plan; when streamed, its steps already ran and their outcomes come too."""
+        if not self.stream_plan:
+            return await planner.plan(run.task), None
+        execution = executor.start(run.results)
+
+        def dispatch(step: Step) -> None:
+            run.steps[step.id] = step
+            execution.add(step)
+
+        try:
+            plan, problems = await planner.plan_streamed(run.task, dispatch)
+        except BaseException:
+            await execution.cancel()
+            raise
+        outcomes = await execution.finish()
+        if plan is not None:
+            return plan, outcomes
+        # the reply went wrong part-way: what ran is kept, the rest is planned again
+        done = [o for o in outcomes.values() if o.status == "done"]
+        run.done += done
+        troubles = [o for o in outcomes.values() if o.status != "done"]
+        return await planner.repair(run.task, problems, done, troubles, run.results), None
 
     # -- running one step -----------------------------------------------------------------
     async def _run_step(self, run: _Run, step: Step, payload: Any) -> Attempt:

@@ -78,36 +78,17 @@ class Executor:
     async def run(self, steps: Sequence[Step], results: dict[str, Any]) -> dict[str, Outcome]:
         """Run ``steps``; ``results`` holds the values of steps that finished before (a re-plan's
         plan may use them) and receives each step's value as it finishes."""
-        done = {s.id: asyncio.Event() for s in steps}
-        outcomes: dict[str, Outcome] = {}
-        slots = asyncio.Semaphore(self.concurrency)
+        execution = self.start(results)
+        for step in steps:
+            execution.add(step)
+        return await execution.finish()
 
-        async def one(step: Step) -> None:
-            try:
-                for dep in step.depends_on:
-                    if dep in done:
-                        await done[dep].wait()
-                blocked = [d for d in step.depends_on if d in outcomes and outcomes[d].status != "done"]
-                if blocked:
-                    dep = outcomes[blocked[0]]
-                    why = f"{dep.step.id} {dep.status}" + (f": {dep.text}" if dep.status == "failed" else "")
-                    outcomes[step.id] = Outcome(step, "skipped", why)
-                    self.emit(StepSkipped(step.id, why))
-                    return
-                outcome = await self._attempts(step, results, slots)
-                if outcome.status == "done":
-                    results[step.id] = outcome.value
-                outcomes[step.id] = outcome
-            finally:
-                done[step.id].set()
+    def start(self, results: dict[str, Any]) -> Execution:
+        """An execution that takes steps one by one (``add``), as a streamed plan arrives."""
+        return Execution(self, results)
 
-        async with asyncio.TaskGroup() as group:
-            for step in steps:
-                group.create_task(one(step))
-        return {s.id: outcomes[s.id] for s in steps}
-
-    async def _attempts(self, step: Step, results: Mapping[str, Any],
-                        slots: asyncio.Semaphore) -> Outcome:
+    async def attempts(self, step: Step, results: Mapping[str, Any],
+                       slots: asyncio.Semaphore) -> Outcome:
         attempt = 0
         while True:
             attempt += 1
@@ -151,3 +132,56 @@ class Executor:
             return 0.0
         base = min(self.backoff_max, self.backoff * 2 ** (attempt - 1))
         return base * random.uniform(0.8, 1.2)
+
+
+class Execution:
+    """Steps being run: ``add`` starts a step's task at once (it waits for its dependencies
+    among the steps added so far); ``finish`` waits for all and returns the outcomes in the order
+    added. A dependency that was never added counts as done (a result from an earlier plan)."""
+
+    def __init__(self, executor: Executor, results: dict[str, Any]):
+        self.executor = executor
+        self.results = results
+        self.steps: list[Step] = []
+        self.done: dict[str, asyncio.Event] = {}
+        self.outcomes: dict[str, Outcome] = {}
+        self.tasks: list[asyncio.Task[None]] = []
+        self.slots = asyncio.Semaphore(executor.concurrency)
+
+    def add(self, step: Step) -> None:
+        self.steps.append(step)
+        self.done[step.id] = asyncio.Event()
+        self.tasks.append(asyncio.ensure_future(self._one(step)))
+
+    async def finish(self) -> dict[str, Outcome]:
+        try:
+            await asyncio.gather(*self.tasks)
+        finally:  # cancelled, or a bug in one task: stop the others too
+            for task in self.tasks:
+                task.cancel()
+        return {s.id: self.outcomes[s.id] for s in self.steps}
+
+    async def cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def _one(self, step: Step) -> None:
+        try:
+            for dep in step.depends_on:
+                if dep in self.done:
+                    await self.done[dep].wait()
+            outcomes = self.outcomes
+            blocked = [d for d in step.depends_on if d in outcomes and outcomes[d].status != "done"]
+            if blocked:
+                dep = outcomes[blocked[0]]
+                why = f"{dep.step.id} {dep.status}" + (f": {dep.text}" if dep.status == "failed" else "")
+                outcomes[step.id] = Outcome(step, "skipped", why)
+                self.executor.emit(StepSkipped(step.id, why))
+                return
+            outcome = await self.executor.attempts(step, self.results, self.slots)
+            if outcome.status == "done":
+                self.results[step.id] = outcome.value
+            outcomes[step.id] = outcome
+        finally:
+            self.done[step.id].set()

@@ -21,7 +21,8 @@ from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.base import Toolbox
 from .executor import Outcome
-from .schema import Plan, PlanInvalid, parse_plan, response_format
+from .schema import Plan, PlanInvalid, Step, parse_plan, response_format
+from .streaming import StepScanner, read_step
 
 
 class PlanFailed(TaoError):
@@ -62,8 +63,9 @@ class Planner:
                               example=example.strip()).strip()
 
     # -- model calls ----------------------------------------------------------------------
-    async def call(self, **kwargs: Any) -> Message:
-        """One model call on the conversation; its reply is appended to it."""
+    async def call(self, on_text: Callable[[str], None] | None = None, **kwargs: Any) -> Message:
+        """One model call on the conversation; its reply is appended to it. ``on_text`` sees
+        each streamed piece of text."""
         self.tally.turns += 1
         turn = self.tally.turns
         self.emit(TurnStarted(turn))
@@ -71,6 +73,8 @@ class Planner:
         async for chunk in self.model.stream(self.messages, **kwargs):
             if type(chunk) is str:
                 self.emit(TokenDelta(chunk, turn))
+                if on_text is not None:
+                    on_text(chunk)
             elif type(chunk) is ModelResponse:
                 response = chunk
             else:
@@ -80,11 +84,15 @@ class Planner:
         self.messages.append(response.message)
         return response.message
 
-    async def _ask_plan(self, finished: Mapping[str, Any]) -> Plan:
+    @property
+    def format(self) -> dict[str, Any]:
         if self._format is None:
             self._format = response_format(self.toolbox, self.agent_steps)
-        for fix in range(self.max_fixes + 1):
-            reply = await self.call(response_format=self._format)
+        return self._format
+
+    async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0) -> Plan:
+        for fix in range(tried, self.max_fixes + 1):
+            reply = await self.call(response_format=self.format)
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
                                   finished=finished)
@@ -102,21 +110,76 @@ class Planner:
         self.messages.append(Message.user(task))
         return await self._ask_plan({})
 
+    async def plan_streamed(self, task: str, dispatch: Callable[[Step], None]
+                            ) -> tuple[Plan | None, str | None]:
+        """Ask for the first plan and ``dispatch`` each step as soon as its JSON object has
+        streamed in and checks out against the steps before it. Returns ``(plan, None)``, or
+        ``(None, problems)`` when the reply turned out invalid (dispatching stopped there)."""
+        self.messages.append(Message.user(task))
+        scanner, sent, problems = StepScanner(), [], None
+
+        def on_text(chunk: str) -> None:
+            nonlocal problems
+            if problems is not None:
+                return
+            for text in scanner.feed(chunk):
+                try:
+                    step = read_step(text, sent, self.toolbox, agent_steps=self.agent_steps)
+                except PlanInvalid as e:
+                    problems = str(e)
+                    return
+                sent.append(step)
+                dispatch(step)
+
+        reply = await self.call(on_text, response_format=self.format)
+        if problems is None:
+            try:
+                plan = parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps)
+            except PlanInvalid as e:
+                problems = str(e)
+            else:
+                if plan.steps[:len(sent)] == sent:  # the rest had not been seen (odd framing)
+                    for step in plan.steps[len(sent):]:
+                        dispatch(step)
+                    return plan, None
+                problems = "- the plan read as a whole differs from its steps as they streamed"
+        problems = problems if problems.startswith("-") else f"- {problems}"
+        if self.max_fixes == 0:
+            raise PlanFailed(f"no valid plan after 1 try:\n{problems}")
+        self.emit(Error(f"invalid plan:\n{problems}", self.tally.turns, recoverable=True))
+        return None, problems
+
+    async def repair(self, task: str, problems: str, done: Sequence[Outcome],
+                     troubles: Sequence[Outcome], finished: Mapping[str, Any]) -> Plan:
+        """After a streamed plan turned out invalid: a plan for what did not run yet."""
+        if not done and not troubles:
+            self.messages.append(Message.user(prompts.render(self.texts["invalid"], errors=problems)))
+        else:
+            failures = self._trouble_lines(troubles)
+            self.messages.append(Message.user(prompts.render(
+                self.texts["invalid_streamed"], errors="\n".join([problems, *failures]),
+                finished=self.results(done), next_id=self._next_id(finished, troubles))))
+        return await self._ask_plan(finished, tried=1)
+
+    def _trouble_lines(self, troubles: Sequence[Outcome]) -> list[str]:
+        return [prompts.render(self.texts["failure_line" if o.status == "failed" else "skipped_line"],
+                               id=o.step.id, description=o.step.description, error=o.text,
+                               reason=o.text) for o in troubles]
+
+    @staticmethod
+    def _next_id(finished: Mapping[str, Any], troubles: Sequence[Outcome]) -> str:
+        numbers = [int(i[4:]) for i in [*finished, *(o.step.id for o in troubles)] if i[4:].isdigit()]
+        return f"step{max(numbers, default=0) + 1}"
+
     async def replan(self, task: str, done: Sequence[Outcome], troubles: Sequence[Outcome],
                      finished: Mapping[str, Any]) -> tuple[Plan, str]:
         """A plan for the remaining work. ``done``: every step that finished so far (all plans);
         ``troubles``: the steps that failed or were skipped. Returns the plan and the failure
         it answers (for ``Replanned``)."""
-        t = self.texts
-        lines = [prompts.render(t["failure_line" if o.status == "failed" else "skipped_line"],
-                                id=o.step.id, description=o.step.description, error=o.text,
-                                reason=o.text) for o in troubles]
-        numbers = [int(i[4:]) for i in [*finished, *(o.step.id for o in troubles)]
-                   if i[4:].isdigit()]
-        failure = "\n".join(lines)
+        failure = "\n".join(self._trouble_lines(troubles))
         self.messages.append(Message.user(prompts.render(
-            t["replan"], task=task, finished=self.results(done), failure=failure,
-            next_id=f"step{max(numbers, default=0) + 1}")))
+            self.texts["replan"], task=task, finished=self.results(done), failure=failure,
+            next_id=self._next_id(finished, troubles))))
         return await self._ask_plan(finished), failure
 
     async def synthesize(self, task: str, outcomes: Sequence[Outcome]) -> str:

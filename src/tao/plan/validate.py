@@ -27,8 +27,8 @@ def check(steps: Sequence[Step], toolbox: Toolbox, *, agent_steps: bool = False,
     from .schema import STEP_ID
 
     errors: list[str] = []
-    if not steps:
-        return ["the plan has no steps"]
+    if not steps:  # after a failure, "nothing is left to do" is a fair plan
+        return [] if finished else ["the plan has no steps"]
     ids = [s.id for s in steps]
     seen: set[str] = set()
     for s in steps:
