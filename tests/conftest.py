@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-SEED_TASKS = Path(os.environ.get("TAO_SEED_TASKS", "/work/shared/data/calculator_tasks.jsonl"))
+def _seed_path() -> Path:
+    """$TAO_SEED_TASKS, else the shared data folder beside the checkout (../shared/data)."""
+    if os.environ.get("TAO_SEED_TASKS"):
+        return Path(os.environ["TAO_SEED_TASKS"])
+    beside = Path(__file__).resolve().parents[2] / "shared" / "data" / "calculator_tasks.jsonl"
+    return beside if beside.is_file() else Path("/work/shared/data/calculator_tasks.jsonl")
+
+
+SEED_TASKS = _seed_path()
 
 
 def _load_tasks() -> dict[str, dict]:

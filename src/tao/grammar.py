@@ -36,23 +36,46 @@ def json_schema_grammar(schema: dict[str, Any]) -> str:
     return conv.format_grammar()
 
 
+#: Free-text fields are bounded so that a rambling model finishes its JSON well within
+#: ``max_tokens``: an action cut off mid-way would not parse, and every action must.
+THOUGHT_CHARS = 200
+ANSWER_CHARS = 300
+
+
 def action_schema(specs: Sequence[ToolSpec]) -> dict[str, Any]:
-    """The JSON schema of one local tool-calling reply."""
+    """The JSON schema of one local tool-calling reply (what ``action_grammar`` enforces)."""
     calls = [
         {"type": "object",
-         "properties": {"thought": {"type": "string"}, "tool": {"const": s.name},
-                        "arguments": s.parameters or {"type": "object"}},
+         "properties": {"thought": {"type": "string", "maxLength": THOUGHT_CHARS},
+                        "tool": {"const": s.name}, "arguments": s.parameters or {"type": "object"}},
          "required": ["thought", "tool", "arguments"], "additionalProperties": False}
         for s in specs
     ]
     final = {"type": "object",
-             "properties": {"thought": {"type": "string"}, "final_answer": {"type": "string"}},
+             "properties": {"thought": {"type": "string", "maxLength": THOUGHT_CHARS},
+                            "final_answer": {"type": "string", "maxLength": ANSWER_CHARS}},
              "required": ["thought", "final_answer"], "additionalProperties": False}
     return {"anyOf": [*calls, final]}
 
 
 def action_grammar(specs: Sequence[ToolSpec]) -> str:
-    return json_schema_grammar(action_schema(specs))
+    """``{"thought": ..., "tool": ..., "arguments": {...}}`` or ``{"thought": ...,
+    "final_answer": ...}``, written by hand around the converter's argument rules so the shared
+    ``thought`` prefix is one rule and lengths use GBNF's ``{m,n}``."""
+    conv = _converter()
+    _visit(conv, {"type": "string"}, "text")  # brings in the JSON ``char`` rule
+    key = lambda k: conv._format_literal(json.dumps(k)) + " space \":\" space"  # noqa: E731
+    thought = conv._add_rule("thought", f'"\\"" char{{0,{THOUGHT_CHARS}}} "\\"" space')
+    answer = conv._add_rule("answer", f'"\\"" char{{0,{ANSWER_CHARS}}} "\\"" space')
+    alts = []
+    for i, spec in enumerate(specs):
+        args = _visit(conv, spec.parameters or {"type": "object"}, f"args{i}")
+        name = conv._format_literal(json.dumps(spec.name))
+        alts.append(f'{key("tool")} {name} space "," space {key("arguments")} {args}')
+    alts.append(f'{key("final_answer")} {answer}')
+    body = " | ".join(f"({a})" for a in alts)
+    conv._add_rule("root", f'"{{" space {key("thought")} {thought} "," space ({body}) "}}" space')
+    return conv.format_grammar()
 
 
 def react_text_grammar(specs: Sequence[ToolSpec]) -> str:
@@ -63,8 +86,9 @@ def react_text_grammar(specs: Sequence[ToolSpec]) -> str:
     for i, spec in enumerate(specs):
         args = _visit(conv, spec.parameters or {"type": "object"}, f"args{i}")
         actions.append(f'"Action: " {conv._format_literal(spec.name)} "\\nAction Input: " {args}')
-    line = conv._add_rule("line", r'[^\n]+')
-    final = f'"Final Answer: " {line}'
+    line = conv._add_rule("line", f"[^\\n]{{1,{THOUGHT_CHARS}}}")
+    answer = conv._add_rule("answer-line", f"[^\\n]{{1,{ANSWER_CHARS}}}")
+    final = f'"Final Answer: " {answer}'
     body = " | ".join(f"({a})" for a in [*actions, final])
     conv._add_rule("root", f'"Thought: " {line} "\\n" ({body})')
     return conv.format_grammar()

@@ -145,11 +145,14 @@ class LocalModel(Model):
                       temperature=self.temperature, stop=[*(stop or ()), "<|im_end|>"],
                       grammar=_grammar(grammar) if grammar else None, stream=True)
         finish: list[str | None] = [None]
+        cancelled = threading.Event()  # set when the consumer stops early: stop decoding too
 
         def work() -> None:
             try:
                 with llm.tao_lock:
                     for chunk in llm.create_completion(**params):
+                        if cancelled.is_set():
+                            break
                         choice = chunk["choices"][0]
                         finish[0] = choice.get("finish_reason") or finish[0]
                         if choice["text"]:
@@ -160,11 +163,14 @@ class LocalModel(Model):
 
         threading.Thread(target=work, name="tao-local-model", daemon=True).start()
         pieces: list[str] = []
-        while (item := await queue.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            pieces.append(item)
-            yield item
+        try:
+            while (item := await queue.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                pieces.append(item)
+                yield item
+        finally:
+            cancelled.set()
         text = "".join(pieces)
         usage = Usage(len(llm.tokenize(prompt.encode(), add_bos=False, special=True)),
                       len(llm.tokenize(text.encode(), add_bos=False, special=False)) if text else 0)
