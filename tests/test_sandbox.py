@@ -16,8 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from tao.sandbox import (KINDS, ExecutionResult, Limits, SandboxError, SandboxUnavailable,
-                         ToolBridge, backend_problem, get_sandbox)
+from tao.sandbox import (
+    KINDS,
+    ExecutionResult,
+    Limits,
+    SandboxError,
+    SandboxUnavailable,
+    ToolBridge,
+    backend_problem,
+    get_sandbox,
+)
 from tao.sandbox._io import FrameReader, OutputBuffer, ProtocolError, frame, plain
 from tao.sandbox.seccomp import build_filter
 from tao.tools.base import Toolbox, tool
@@ -164,7 +172,7 @@ async def test_traceback_is_trimmed_to_the_users_lines(sb) -> None:
     assert 'File "<cell-2>", line 2, in <module>' in r.error and "parse('not json')" in r.error
     assert 'File "<cell-1>", line 3, in parse' in r.error and "return json.loads(s)" in r.error
     assert "library frames omitted" in r.error  # json's inner frames collapsed ...
-    assert lines[-1].startswith("json.decoder.JSONDecodeError: Expecting value")  # ... not the cause
+    assert lines[-1].startswith("json.decoder.JSONDecodeError: Expecting value")  # the raise
     assert "tao-worker" not in r.error and "_worker" not in r.error
 
 
@@ -321,7 +329,7 @@ def test_bridge_rejects_unusable_tool_names() -> None:
     assert ToolBridge({"final_answer": print}).names == []  # the sandbox's own takes its place
 
 
-# -- docker plumbing (named pipes), through a stand-in CLI ------------------------------------------
+# -- docker plumbing (named pipes), through a stand-in CLI ---------------------------------------
 FAKE_DOCKER = textwrap.dedent("""\
     import json, os, sys
     args = sys.argv[1:]
