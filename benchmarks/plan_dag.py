@@ -15,10 +15,14 @@ is measured: the moment ``PlanCreated`` is emitted), at ``concurrency=64`` (more
 shape's width) and at the default 8, where the bound is the makespan of an ideal 8-slot greedy
 schedule instead of the critical path. Target: wall / bound <= 1.05.
 
+Table 3 (``--tokens-per-s``): the planner streams the plan at a token rate; with
+``stream_plan=True`` each step starts as soon as its JSON object has arrived. Columns: when the
+plan finished streaming, when the first tool started, when the run ended.
+
 Table 2: the same 50 tool calls run one per turn by ``ReActAgent`` (51 scripted LLM calls, each
 after the same ``--latency``), against the plan: speed-up and LLM calls saved.
 
-    python benchmarks/plan_dag.py [--runs 3] [--latency 0 0.5] [--sync]
+    python benchmarks/plan_dag.py [--runs 3] [--latency 0 0.5] [--sync] [--tokens-per-s 200]
 """
 
 from __future__ import annotations
@@ -120,6 +124,38 @@ def ideal_makespan(deps: dict[int, list[int]], slots: int) -> float:
     return now
 
 
+class TrickleModel(Model):
+    """Streams its one reply 4 characters (about a token) at a time at ``tokens_per_s``."""
+
+    name = "scripted-stream"
+
+    def __init__(self, reply: str, tokens_per_s: float):
+        self.inner, self.pause = ScriptedModel([reply], chunk_size=4), 1 / tokens_per_s
+
+    async def stream(self, messages, **kwargs):
+        async for chunk in self.inner.stream(messages, **kwargs):
+            if isinstance(chunk, str):
+                await asyncio.sleep(self.pause)
+            yield chunk
+
+
+async def run_streamed(deps, tokens_per_s: float, stream_plan: bool, tools):
+    """(seconds until the plan finished streaming, until the first tool started, until the end)."""
+    agent = PlanExecuteAgent(TrickleModel(plan_json(deps), tokens_per_s), tools,
+                             concurrency=64, stream_plan=stream_plan)
+    start = time.perf_counter()
+    last_token = first_tool = None
+    async for event in agent.stream("run the DAG"):
+        now = time.perf_counter() - start
+        if event.kind == "token":
+            last_token = now
+        elif event.kind == "step_started" and first_tool is None:
+            first_tool = now
+        result = getattr(event, "result", None)
+    assert result.status == "done" and result.tool_calls == N, result
+    return last_token, first_tool, time.perf_counter() - start
+
+
 class SlowModel(Model):
     """ScriptedModel whose every call takes ``latency`` seconds, like a real LLM call."""
 
@@ -173,6 +209,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, nargs="+", default=[0.0, 0.5],
                         help="seconds per LLM call in the ReAct comparison")
     parser.add_argument("--sync", action="store_true", help="a blocking tool run in threads")
+    parser.add_argument("--tokens-per-s", type=float, default=200,
+                        help="how fast the planner streams in the streamed-plan table (0: skip it)")
     args = parser.parse_args()
     tools = [work_sync if args.sync else work]
     kind = "sync tool (threads)" if args.sync else "async tool"
@@ -208,6 +246,22 @@ def main() -> None:
             p_wall, p_calls = statistics.median(p[0] for p in plan), plan[0][2]
             print(f"| {name} | {latency:g} | {r_wall:.2f} | {r_calls} | {p_wall:.2f} | {p_calls} "
                   f"| {r_wall / p_wall:.2f}× | {r_calls - p_calls} ({(r_calls - p_calls) / r_calls:.0%}) |")
+    if args.tokens_per_s:
+        streamed_table(args.tokens_per_s, tools, kind)
+
+
+def streamed_table(tokens_per_s: float, tools, kind: str) -> None:
+    print(f"\n## Streamed plan: the planner streams at {tokens_per_s:g} tokens/s "
+          f"(4 characters a token), concurrency 64 ({kind})\n")
+    print("| shape | plan chars | stream_plan | effective tokens/s | plan streamed at s | first tool at s | wall s | wall - stream s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, make in SHAPES.items():
+        deps = make()
+        for stream_plan in (False, True):
+            streamed, first, wall = asyncio.run(run_streamed(deps, tokens_per_s, stream_plan, tools))
+            chars = len(plan_json(deps))
+            print(f"| {name} | {chars} | {stream_plan} | {chars / 4 / streamed:.0f} | {streamed:.2f} | {first:.2f} "
+                  f"| {wall:.2f} | {wall - streamed:.2f} |")
 
 
 if __name__ == "__main__":

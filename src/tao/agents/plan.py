@@ -118,7 +118,7 @@ class PlanExecuteAgent(Agent):
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         run = _Run(task, lang if lang in ("zh", "en") else "en", emit, Tally(), _pool(self.concurrency))
-        planner = Planner(self.model, self.toolbox, emit, run.tally, lang=lang,
+        planner = Planner(self.model, self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
                           system_prompt=self.system_prompt)
         executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
