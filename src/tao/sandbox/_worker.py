@@ -151,13 +151,17 @@ def _compile(src, filename):
     return compile(tree, filename, "exec", dont_inherit=True), last
 
 
-def _run(cell, src):
+def _run(msg):
+    cell, src = msg["cell"], msg["code"]
     filename = "<cell-%d>" % cell
     _CELLS[filename] = src
     del _final[:]
     error = None
     try:
-        body, last = _compile(src, filename)
+        if "body" in msg:  # compiled by the host (same interpreter): no parser start-up here
+            body, last = msg["body"], msg.get("last")
+        else:
+            body, last = _compile(src, filename)
         exec(body, _NS)
         if last is not None:
             value = eval(last, _NS)
@@ -300,7 +304,7 @@ def _main(argv):
             return
         op = msg.get("op")
         if op == "exec":
-            _send(_run(msg["cell"], msg["code"]))
+            _send(_run(msg))
         elif op == "tools":
             _set_tools(msg["tools"])
         elif op == "exit":

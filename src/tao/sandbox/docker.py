@@ -90,8 +90,7 @@ class DockerSandbox(WorkerSandbox):
             os.close(log)
         worker = _Worker(proc, *fds)
         worker.extra_kill = functools.partial(_kill_container, self._docker, name, ipc)
-        worker.pending = frame({"op": "init", **self._init_config()})
-        self._holder[0] = worker
+        self._install(worker, frame({"op": "init", **self._init_config()}))
 
     def _init_config(self) -> dict[str, Any]:
         cfg = super()._init_config()

@@ -12,6 +12,7 @@ running, so a sandbox is not tied to the event loop that created it (``asyncio.r
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import collections
 import os
@@ -40,6 +41,7 @@ from .privileges import prepare_workspace, sandbox_uid
 
 __all__ = ["WORKER_SOURCE", "WorkerSandbox", "_Worker", "frame"]
 _EOF, _OVERFLOW = object(), object()
+HOST_COMPILE_MAX = 64 << 10
 
 
 class WorkerSandbox:
@@ -113,7 +115,7 @@ class WorkerSandbox:
             if self._tools_dirty:
                 payload += frame({"op": "tools", "tools": self._bridge.specs()})
                 self._tools_dirty = False
-            payload += frame({"op": "exec", "cell": self._cell, "code": code})
+            payload += self._cell_frame(code)
             timeout = self.limits.timeout_s if timeout is None else timeout
             outcome, done, out, err, calls = await self._converse(worker, payload, "done", timeout)
             return self._result(outcome, done, out, err, calls, timeout, restarted,
@@ -127,6 +129,9 @@ class WorkerSandbox:
         self._finalizer()
 
     async def __aenter__(self) -> WorkerSandbox:
+        self._check_open()
+        if self._holder[0] is None:
+            self._spawn()  # boots in the background; the first execute finds it (nearly) ready
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -152,7 +157,8 @@ class WorkerSandbox:
                 "sys_path": self._site_paths()}
 
     def _site_paths(self) -> list[str]:
-        if not self._precompiled():
+        """The host interpreter's site-packages (read-only), when the sandbox runs that one."""
+        if os.path.realpath(self.python()) != os.path.realpath(sys.executable):
             return []
         paths = sysconfig.get_paths()
         return list(dict.fromkeys(p for p in (paths["purelib"], paths["platlib"]) if p))
@@ -185,9 +191,38 @@ class WorkerSandbox:
         for fd in (ctl_in_w, ctl_out_r, out_r, err_r):
             os.set_blocking(fd, False)
         worker = self._new_worker(proc, (ctl_in_w, ctl_out_r, out_r, err_r))
-        worker.pending = (_worker_code() if fast else b"") + frame({"op": "init",
-                                                                     **self._init_config()})
+        self._install(worker, (_worker_code() if fast else b"") + frame({"op": "init",
+                                                                          **self._init_config()}))
+
+    def _install(self, worker: _Worker, pending: bytes) -> None:
+        """Make ``worker`` current and hand it what it needs to boot right away (as much as the
+        pipe takes now; the rest goes with the next conversation)."""
+        try:
+            pending = pending[os.write(worker.ctl_w, pending):]
+        except (BlockingIOError, BrokenPipeError):
+            pass
+        worker.pending = pending
         self._holder[0] = worker
+
+    def _cell_frame(self, code: str) -> bytes:
+        """The exec frame. With the host's own interpreter in the sandbox, the host compiles the
+        cell (it is only parsed here, never run): the worker then skips its compiler's ~2 ms
+        first-use start-up. Large or invalid code is left to the worker (its errors, its limits).
+        """
+        msg: dict[str, Any] = {"op": "exec", "cell": self._cell, "code": code}
+        if self._precompiled() and len(code) <= HOST_COMPILE_MAX:
+            filename = f"<cell-{self._cell}>"
+            try:
+                tree = ast.parse(code, filename)
+                last = None
+                if tree.body and isinstance(tree.body[-1], ast.Expr):
+                    expr = ast.Expression(tree.body.pop().value)
+                    last = compile(expr, filename, "eval", dont_inherit=True)
+                msg["body"] = compile(tree, filename, "exec", dont_inherit=True)
+                msg["last"] = last
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                pass
+        return frame(msg)
 
     async def _converse(self, worker: _Worker, payload: bytes, until: str, timeout: float
                         ) -> tuple[str, dict[str, Any], OutputBuffer, OutputBuffer,
@@ -294,6 +329,7 @@ class WorkerSandbox:
             detail = (err.text() + out.text()).strip() or outcome
             raise SandboxError(f"the {self.kind} sandbox failed to start: {detail}")
         self._lost = True
+        self._spawn()  # the replacement boots while the caller reads this result
         return outcome, answer, out, err, calls
 
     async def _write(self, worker: _Worker, data: bytes) -> None:

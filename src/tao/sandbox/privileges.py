@@ -47,7 +47,10 @@ def usable_by_others(path: str | os.PathLike[str]) -> bool:
 
 
 def kill_uid(uid: int, python: str) -> None:
-    """SIGKILL every process of ``uid`` (sent as that uid, so nothing else can be hit)."""
+    """SIGKILL every process of ``uid`` (sent as that uid, so nothing else can be hit). Only a
+    process of that uid (or root) can create another, so if none is left now, none will be."""
+    if not pids_of_uid(uid):
+        return
     try:
         subprocess.run([python, "-I", "-S", "-c", "import os; os.kill(-1, 9)"], user=uid,
                        group=uid, extra_groups=[], env={}, cwd="/", timeout=10,

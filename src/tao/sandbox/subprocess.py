@@ -15,6 +15,7 @@ world-writable places (``/tmp``, ``/dev/shm``) can be written. Files only root m
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -46,6 +47,10 @@ class SubprocessSandbox(WorkerSandbox):
 
     def python(self) -> str:
         return self._python
+
+    def _precompiled(self) -> bool:
+        """A system python3 of the same minor version reads our marshalled code too."""
+        return self._python == sys.executable or _magic(self._python) == _magic(sys.executable)
 
     def _choose_python(self) -> str:
         """The host interpreter, unless the sandbox's uid cannot reach it (e.g. pyenv under a
@@ -81,3 +86,19 @@ class SubprocessSandbox(WorkerSandbox):
 
     def _new_worker(self, proc: subprocess.Popen[bytes], fds: tuple[int, int, int, int]) -> _Worker:
         return _Worker(proc, *fds, kill_uid=self.uid, python=self._python)
+
+
+@functools.cache
+def _magic(python: str) -> str | None:
+    """The bytecode magic number of an interpreter (asked once per process)."""
+    if python == sys.executable:
+        import importlib.util
+
+        return importlib.util.MAGIC_NUMBER.hex()
+    try:
+        r = subprocess.run([python, "-I", "-S", "-c",
+                            "import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())"],
+                           capture_output=True, text=True, timeout=10, env={})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() or None
