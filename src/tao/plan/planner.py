@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..errors import TaoError
+from ..errors import ModelConfigError, TaoError
 from ..events import Error, Event, ModelRetry, TokenDelta, TurnStarted
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
@@ -52,6 +52,7 @@ class Planner:
         self.texts = prompts.table("plan")[lang if lang in ("zh", "en") else "en"]
         self.messages = [Message.system(system_prompt or self.system_prompt())]
         self._format: dict[str, Any] | None = None
+        self._kind: str | None = "json_schema"
 
     def system_prompt(self) -> str:
         lines = [prompts.render(self.texts["tool_line"], signature=t.signature(),
@@ -63,9 +64,10 @@ class Planner:
                               example=example.strip()).strip()
 
     # -- model calls ----------------------------------------------------------------------
-    async def call(self, on_text: Callable[[str], None] | None = None, **kwargs: Any) -> Message:
+    async def call(self, on_text: Callable[[str], None] | None = None,
+                   on_retry: Callable[[], None] | None = None, **kwargs: Any) -> Message:
         """One model call on the conversation; its reply is appended to it. ``on_text`` sees
-        each streamed piece of text."""
+        each streamed piece of text; ``on_retry`` hears that the text so far is void."""
         self.tally.turns += 1
         turn = self.tally.turns
         self.emit(TurnStarted(turn))
@@ -79,20 +81,39 @@ class Planner:
                 response = chunk
             else:
                 self.emit(ModelRetry(turn, chunk.attempt, chunk.reason, chunk.delay_s))
+                if on_retry is not None:
+                    on_retry()
         assert response is not None  # Model.stream always ends with one
         self.tally.usage.add(response.usage)
         self.messages.append(response.message)
         return response.message
 
     @property
-    def format(self) -> dict[str, Any]:
-        if self._format is None:
+    def format(self) -> dict[str, Any] | None:
+        """What the plan is asked for with: the plan's JSON schema; after an endpoint refused
+        that (DeepSeek knows only ``json_object``), ``json_object``; after that, nothing."""
+        if self._format is None and self._kind == "json_schema":
             self._format = response_format(self.toolbox, self.agent_steps)
-        return self._format
+        return self._format if self._kind == "json_schema" else (
+            {"type": "json_object"} if self._kind == "json_object" else None)
+
+    async def _call_plan(self, on_text: Callable[[str], None] | None = None,
+                         on_retry: Callable[[], None] | None = None) -> Message:
+        while True:
+            fmt = self.format
+            try:
+                return await self.call(on_text, on_retry, **({"response_format": fmt} if fmt else {}))
+            except ModelConfigError as e:  # 400: the endpoint does not take this response_format
+                if fmt is None or "rejected the request" not in str(e):
+                    raise
+                self._kind = "json_object" if self._kind == "json_schema" else None
+                self.emit(Error(f"the model refused response_format={fmt['type']}; asking with "
+                                f"{self._kind or 'no response_format'} ({e})", self.tally.turns,
+                                recoverable=True))
 
     async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0) -> Plan:
         for fix in range(tried, self.max_fixes + 1):
-            reply = await self.call(response_format=self.format)
+            reply = await self._call_plan()
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
                                   finished=finished)
@@ -116,22 +137,33 @@ class Planner:
         streamed in and checks out against the steps before it. Returns ``(plan, None)``, or
         ``(None, problems)`` when the reply turned out invalid (dispatching stopped there)."""
         self.messages.append(Message.user(task))
-        scanner, sent, problems = StepScanner(), [], None
+        scanner, sent, problems, seen = StepScanner(), [], None, 0
 
         def on_text(chunk: str) -> None:
-            nonlocal problems
+            nonlocal problems, seen
             if problems is not None:
                 return
             for text in scanner.feed(chunk):
                 try:
-                    step = read_step(text, sent, self.toolbox, agent_steps=self.agent_steps)
+                    step = read_step(text, sent[:seen], self.toolbox, agent_steps=self.agent_steps)
                 except PlanInvalid as e:
                     problems = str(e)
                     return
-                sent.append(step)
-                dispatch(step)
+                if seen < len(sent):  # streamed again after a retry: it must be the same step
+                    if step != sent[seen]:
+                        problems = (f"after a retry the reply changed: {step.id} differs from the "
+                                    f"{sent[seen].id} that already started")
+                        return
+                else:
+                    sent.append(step)
+                    dispatch(step)
+                seen += 1
 
-        reply = await self.call(on_text, response_format=self.format)
+        def on_retry() -> None:  # the text so far is void; the steps it started keep running
+            nonlocal scanner, seen
+            scanner, seen = StepScanner(), 0
+
+        reply = await self._call_plan(on_text, on_retry)
         if problems is None:
             try:
                 plan = parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps)
