@@ -236,6 +236,17 @@ async def test_warm_execution_is_much_faster_than_cold(kind: str) -> None:
         assert statistics.median(warm) < 0.05
 
 
+async def test_a_cancelled_execution_does_not_desynchronise_the_worker(sb) -> None:
+    await sb.execute("x = 1")
+    task = asyncio.ensure_future(sb.execute("import time\ntime.sleep(5)\nprint('late')"))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    r = await sb.execute("print('next')")  # not the cancelled cell's output or answer
+    assert r.stdout == "next\n" and r.restarted
+
+
 async def test_start_then_execute_and_one_execution_at_a_time(sb) -> None:
     await sb.start()
     first = asyncio.ensure_future(sb.execute("import time; time.sleep(0.3)"))

@@ -63,8 +63,15 @@ class Host:
     cleanup: list[Path] = field(default_factory=list)
 
 
+# Errors that mean the *test's* code is broken, not that the sandbox stopped it.
+_BROKEN_TEST = ("NameError", "SyntaxError", "AttributeError", "TypeError", "ImportError",
+                "ModuleNotFoundError", "IndentationError", "UnboundLocalError")
+
+
 def _blocked(r: ExecutionResult, host: Host) -> None:
     assert "BLOCKED" in r.stdout and "ESCAPED" not in r.stdout, r
+    error_type = r.stdout.split("BLOCKED", 1)[1].split()[0]
+    assert error_type not in _BROKEN_TEST, f"the case itself is broken: {r.stdout}"
 
 
 def _alive_after(marker: str) -> Callable[[ExecutionResult, Host], None]:
@@ -126,6 +133,13 @@ CASES = [
     Case("proc-root-of-decoy", "print(os.listdir('/proc/$DECOY_PID/root/etc'))"),
     Case("proc-fds-of-host", "print(os.listdir('/proc/$HOST_PID/fd'))"),
     Case("proc-mem-of-host", "open('/proc/$HOST_PID/mem', 'rb').read(1)"),
+    Case("inherited-host-fds",  # only stdin/out/err and the two protocol pipes may be open
+         "own, extra = {0, 1, 2, int(sys.argv[1]), int(sys.argv[2])}, []\n"
+         "for fd in map(int, os.listdir('/proc/self/fd')):\n"
+         "    try:\n        extra.append((fd, os.readlink(f'/proc/self/fd/{fd}')))\n"
+         "    except OSError:\n        pass  # the listing's own fd, closed by now\n"
+         "extra = [e for e in extra if e[0] not in own]\n"
+         "if not extra:\n    raise LookupError('no host fds')\nprint(extra)"),
     # -- writing outside the workspace ------------------------------------------------------------
     Case("write-etc", "open('/etc/tao-escape-$RAND', 'w').write('x')",
          check=_absent("/etc/tao-escape-$RAND")),

@@ -85,8 +85,8 @@ class FrameReader:
             del self.buf[:4 + n]
             try:
                 msg = json.loads(payload.decode("utf-8", "surrogatepass"))
-            except ValueError as e:
-                raise ProtocolError(f"bad frame: {e}") from None
+            except (ValueError, RecursionError) as e:  # RecursionError: a nesting bomb
+                raise ProtocolError(f"bad frame: {type(e).__name__}") from None
             if not isinstance(msg, dict):
                 raise ProtocolError("frame is not an object")
             out.append(msg)

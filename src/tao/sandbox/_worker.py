@@ -14,6 +14,7 @@ User code's stdout/stderr are the real fds 1 and 2, pipes the host reads with a 
 written by child processes or ``os.write`` is captured too and nothing is held in worker memory.
 """
 
+import _thread
 import builtins
 import marshal
 import os
@@ -90,6 +91,7 @@ class _FinalAnswer(BaseException):
 
 
 _final = []
+_CALL_LOCK = _thread.allocate_lock()
 
 
 def final_answer(answer):
@@ -107,8 +109,9 @@ def _call_tool(name, args, kwargs):
     except (TypeError, ValueError, RecursionError) as e:
         raise TypeError("arguments of %s() must be JSON-serialisable (numbers, strings, lists, "
                         "dicts): %s" % (name, e)) from None
-    _send_bytes(data)
-    reply = _recv()
+    with _CALL_LOCK:  # threads in user code take turns: one call, one reply
+        _send_bytes(data)
+        reply = _recv()
     if reply.get("error") is not None:
         raise ToolError(reply["error"])
     return reply.get("value")

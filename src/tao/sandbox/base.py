@@ -42,18 +42,19 @@ class Limits:
     max_output_bytes: int = 64 << 10
     kill_output_bytes: int = 32 << 20
 
-    def rlimits(self, nproc: bool = True) -> dict[str, tuple[int, int]]:
-        """The rlimits the worker applies to itself before running any user code."""
-        limits = {
+    def rlimits(self, other_tasks: int = 0) -> dict[str, tuple[int, int]]:
+        """The rlimits the worker applies to itself before running any user code. RLIMIT_NPROC
+        counts every task of the uid, so ``other_tasks`` (those the uid already runs outside the
+        sandbox) are added to ``max_processes``."""
+        nproc = self.max_processes + other_tasks
+        return {
             "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 5),
             "RLIMIT_AS": (self.memory_bytes, self.memory_bytes),
             "RLIMIT_NOFILE": (self.max_open_files, self.max_open_files),
             "RLIMIT_FSIZE": (self.max_file_bytes, self.max_file_bytes),
             "RLIMIT_CORE": (0, 0),
+            "RLIMIT_NPROC": (nproc, nproc),
         }
-        if nproc:
-            limits["RLIMIT_NPROC"] = (self.max_processes, self.max_processes)
-        return limits
 
 
 @dataclass(frozen=True, slots=True)

@@ -307,6 +307,11 @@ class WorkerSandbox:
             outcome = "timeout"
         except BrokenPipeError:
             outcome = "died"
+        except BaseException:  # cancelled mid-conversation: the worker's state is unknown
+            self._holder[0] = None
+            worker.kill()
+            self._lost = True
+            raise
         finally:
             for fd in (worker.ctl_r, worker.out_r, worker.err_r):
                 loop.remove_reader(fd)
@@ -329,7 +334,8 @@ class WorkerSandbox:
             detail = (err.text() + out.text()).strip() or outcome
             raise SandboxError(f"the {self.kind} sandbox failed to start: {detail}")
         self._lost = True
-        self._spawn()  # the replacement boots while the caller reads this result
+        if not self._closed:
+            self._spawn()  # the replacement boots while the caller reads this result
         return outcome, answer, out, err, calls
 
     async def _write(self, worker: _Worker, data: bytes) -> None:

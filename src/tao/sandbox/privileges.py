@@ -60,22 +60,30 @@ def kill_uid(uid: int, python: str) -> None:
         pass
 
 
-def pids_of_uid(uid: int) -> list[int]:
-    """Processes whose real uid is ``uid`` (tests use it to prove nothing was left behind)."""
-    pids = []
+def _status_of_uid(uid: int) -> dict[int, int]:
+    """{pid: thread count} of the processes whose real uid is ``uid``."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
-                for line in f:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            pids.append(int(entry))
-                        break
-        except OSError:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
             continue
-    return pids
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid:
+            found[int(entry)] = int(fields.get("Threads", "1").strip() or 1)
+    return found
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Processes whose real uid is ``uid`` (tests use it to prove nothing was left behind)."""
+    return sorted(_status_of_uid(uid))
+
+
+def tasks_of_uid(uid: int) -> int:
+    """Threads of ``uid`` now: what RLIMIT_NPROC counts."""
+    return sum(_status_of_uid(uid).values())
 
 
 def prepare_workspace(path: Path, uid: int | None) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .base import SandboxUnavailable
 from .host import WorkerSandbox, _Worker
-from .privileges import usable_by_others
+from .privileges import tasks_of_uid, usable_by_others
 from .seccomp import build_filter, supported
 
 _FALLBACK_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3")
@@ -77,8 +77,8 @@ class SubprocessSandbox(WorkerSandbox):
 
     def _init_config(self) -> dict[str, Any]:
         cfg = super()._init_config()
-        # Without a uid of its own, RLIMIT_NPROC would count all of the user's processes.
-        cfg["rlimits"] = self.limits.rlimits(nproc=self.uid is not None)
+        if self.uid is None:  # the user's own uid: its other tasks count against RLIMIT_NPROC
+            cfg["rlimits"] = self.limits.rlimits(other_tasks=tasks_of_uid(os.getuid()))
         cfg["seccomp"] = build_filter()
         cfg["pdeathsig"] = True
         cfg["host_pid"] = os.getpid()
