@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,18 +23,16 @@ import time
 from tao.sandbox import KINDS, backend_problem, get_sandbox
 
 
-def bare_start(kind: str, runs: int) -> list[float]:
-    """The wrapper + interpreter start alone, no worker, no protocol."""
+def bare_argv(kind: str, ws: str) -> list[str] | None:
+    """The wrapper + interpreter start alone: no worker, no protocol, no uid drop."""
     if kind == "bwrap":
         from tao.sandbox.bwrap import filesystem_args, namespace_args
 
-        with tempfile.TemporaryDirectory() as ws:
-            argv = ["bwrap", *namespace_args(os.geteuid() == 0), *filesystem_args(ws, 1 << 20),
-                    "--", sys.executable, "-I", "-S", "-c", "pass"]
-            return [_time_run(argv) for _ in range(runs)]
+        return ["bwrap", *namespace_args(os.geteuid() == 0), *filesystem_args(ws, 1 << 20),
+                "--", sys.executable, "-I", "-S", "-c", "pass"]
     if kind == "subprocess":
-        return [_time_run([sys.executable, "-I", "-S", "-c", "pass"]) for _ in range(runs)]
-    return []
+        return [sys.executable, "-I", "-S", "-c", "pass"]
+    return None
 
 
 def _time_run(argv: list[str]) -> float:
@@ -44,16 +41,21 @@ def _time_run(argv: list[str]) -> float:
     return time.perf_counter() - t
 
 
-async def cold_starts(kind: str, runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        box = get_sandbox(kind)
-        t = time.perf_counter()
-        r = await box.execute("x = 1")
-        times.append(time.perf_counter() - t)
-        assert r.ok, r
-        await box.close()
-    return times
+async def cold_starts(kind: str, runs: int) -> tuple[list[float], list[float]]:
+    """Bare starts and sandbox cold starts, interleaved so both see the same machine load."""
+    bare, cold = [], []
+    with tempfile.TemporaryDirectory() as ws:
+        argv = bare_argv(kind, ws)
+        for _ in range(runs):
+            if argv:
+                bare.append(_time_run(argv))
+            box = get_sandbox(kind)
+            t = time.perf_counter()
+            r = await box.execute("x = 1")
+            cold.append(time.perf_counter() - t)
+            assert r.ok, r
+            await box.close()
+    return bare, cold
 
 
 async def warm(kind: str, runs: int) -> tuple[list[float], list[float]]:
@@ -88,7 +90,7 @@ async def main() -> None:
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, uid {os.geteuid()}, "
           f"load {os.getloadavg()[0]:.2f}")
-    header = ("| backend | bare start ms (median) | cold ms (median / p90) | warm `x = 1` ms "
+    header = ("| backend | bare start ms (median / min) | cold ms (median / min) | warm `x = 1` ms "
               "(median / p95) | warm tool call ms (median) |")
     print(header)
     print("|---|---|---|---|---|")
@@ -97,13 +99,13 @@ async def main() -> None:
         if problem:
             print(f"| {kind} | unavailable: {problem} | | | |")
             continue
-        bare = bare_start(kind, args.cold)
-        cold = await cold_starts(kind, args.cold)
+        bare, cold = await cold_starts(kind, args.cold)
         plain, bridged = await warm(kind, args.warm)
-        print(f"| {kind} | {ms(bare)} | {ms(cold)} / {ms(cold, 0.9)} | "
+        print(f"| {kind} | {ms(bare)} / {ms(bare, 0)} | {ms(cold)} / {ms(cold, 0)} | "
               f"{ms(plain)} / {ms(plain, 0.95)} | {ms(bridged)} |")
-    print(f"(cold n={args.cold}, warm n={args.warm}; median of n. "
-          f"mean warm = {statistics.mean(plain) * 1000:.2f} ms for the last backend)")
+    print(f"(cold n={args.cold}, warm n={args.warm}; load at the end "
+          f"{os.getloadavg()[0]:.2f}: compare the cold column with the bare one measured "
+          "alongside it)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""The worker process as the host holds it: how it is booted, killed and explained when it dies.
+"""The worker process as the host holds it: how it is booted and killed, what one cell's frame
+and one execution's result look like, and how a death is explained.
 
-Kept apart from ``host.py`` (the conversation) so each reads on its own.
+Kept apart from ``host.py`` (the conversation itself) so each reads on its own.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import marshal
 import os
@@ -14,7 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ._io import FrameReader
+from ._io import FrameReader, OutputBuffer, frame
+from .base import ExecutionResult, ToolCallRecord
 from .privileges import kill_uid
 
 WORKER_SOURCE = (Path(__file__).with_name("_worker.py")).read_text(encoding="utf-8")
@@ -37,6 +40,7 @@ def _worker_code() -> bytes:
 
 
 START_TIMEOUT_S = 30.0
+HOST_COMPILE_MAX = 64 << 10
 
 
 class _Worker:
@@ -102,3 +106,47 @@ def _describe_exit(rc: int | None) -> str:
            "SIGXCPU": "killed - the CPU time limit was reached",
            "SIGSEGV": "crashed (segmentation fault)", "SIGABRT": "aborted"}.get(name, "killed")
     return f"The sandbox worker was {why} ({name})"
+
+
+def cell_frame(code: str, cell: int, compile_here: bool) -> bytes:
+    """The exec frame. With the host's own interpreter in the sandbox, the host compiles the
+    cell (it is only parsed here, never run): the worker then skips its compiler's ~2 ms
+    first-use start-up. Large or invalid code is left to the worker (its errors, its limits).
+    """
+    msg: dict[str, Any] = {"op": "exec", "cell": cell, "code": code}
+    if compile_here and len(code) <= HOST_COMPILE_MAX:
+        filename = f"<cell-{cell}>"
+        try:
+            tree = ast.parse(code, filename)
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                expr = ast.Expression(tree.body.pop().value)
+                last = compile(expr, filename, "eval", dont_inherit=True)
+            msg["body"] = compile(tree, filename, "exec", dont_inherit=True)
+            msg["last"] = last
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return frame(msg)
+
+
+def build_result(outcome: str, done: dict[str, Any], out: OutputBuffer, err: OutputBuffer,
+                 calls: list[ToolCallRecord], timeout: float, restarted: bool,
+                 duration: float, kill_output_bytes: int) -> ExecutionResult:
+    """The observation of one execution, whatever its outcome."""
+    killed = outcome != "done"
+    reason = None
+    lost = "the sandbox was restarted, so variables from earlier code blocks are lost"
+    if outcome == "timeout":
+        reason = f"Execution timed out after {timeout:g} s and was killed; {lost}."
+    elif outcome == "overflow":
+        reason = (f"The code wrote more than {kill_output_bytes} bytes of output "
+                  f"and was killed; {lost}.")
+    elif outcome.startswith("died:"):
+        reason = f"{outcome[5:]}; {lost}."
+    elif killed:
+        reason = f"The sandbox worker failed ({outcome}); {lost}."
+    return ExecutionResult(
+        stdout=out.text(killed), stderr=err.text(killed), error=done.get("error"),
+        timed_out=outcome == "timeout", killed_reason=reason, duration_s=duration,
+        truncated=out.truncated or err.truncated, final_answer=done.get("final"),
+        has_final_answer="final" in done, restarted=restarted, tool_calls=tuple(calls))

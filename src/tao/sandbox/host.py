@@ -12,7 +12,6 @@ running, so a sandbox is not tied to the event loop that created it (``asyncio.r
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import collections
 import os
@@ -34,6 +33,8 @@ from ._process import (
     _release,
     _Worker,
     _worker_code,
+    build_result,
+    cell_frame,
 )
 from .base import ExecutionResult, Limits, SandboxError, ToolCallRecord
 from .bridge import ToolBridge, ToolCallError
@@ -41,7 +42,6 @@ from .privileges import prepare_workspace, sandbox_uid
 
 __all__ = ["WORKER_SOURCE", "WorkerSandbox", "_Worker", "frame"]
 _EOF, _OVERFLOW = object(), object()
-HOST_COMPILE_MAX = 64 << 10
 
 
 class WorkerSandbox:
@@ -86,15 +86,21 @@ class WorkerSandbox:
         """Start the worker now and wait until it is ready (``execute`` does this by itself; call
         it to take the start-up cost before the first execution)."""
         self._check_open()
-        if self._holder[0] is None:
-            self._spawn()
-        worker = self._holder[0]
-        assert worker is not None
-        if not worker.ready:
-            payload, worker.pending = worker.pending, b""
-            outcome, _, _, _, _ = await self._converse(worker, payload, "ready", START_TIMEOUT_S)
-            if outcome != "ready":
-                raise SandboxError(f"the {self.kind} sandbox did not become ready ({outcome})")
+        if self._busy:
+            raise RuntimeError("this sandbox is already executing code (one execute at a time)")
+        self._busy = True
+        try:
+            if self._holder[0] is None:
+                self._spawn()
+            worker = self._holder[0]
+            assert worker is not None
+            if not worker.ready:
+                payload, worker.pending = worker.pending, b""
+                outcome, *_ = await self._converse(worker, payload, "ready", START_TIMEOUT_S)
+                if outcome != "ready":
+                    raise SandboxError(f"the {self.kind} sandbox did not become ready ({outcome})")
+        finally:
+            self._busy = False
 
     async def execute(self, code: str, timeout: float | None = None) -> ExecutionResult:
         """Run ``code`` in the persistent worker; never raises for what the code does."""
@@ -115,11 +121,11 @@ class WorkerSandbox:
             if self._tools_dirty:
                 payload += frame({"op": "tools", "tools": self._bridge.specs()})
                 self._tools_dirty = False
-            payload += self._cell_frame(code)
+            payload += cell_frame(code, self._cell, self._precompiled())
             timeout = self.limits.timeout_s if timeout is None else timeout
             outcome, done, out, err, calls = await self._converse(worker, payload, "done", timeout)
-            return self._result(outcome, done, out, err, calls, timeout, restarted,
-                                time.perf_counter() - started)
+            return build_result(outcome, done, out, err, calls, timeout, restarted,
+                                time.perf_counter() - started, self.limits.kill_output_bytes)
         finally:
             self._busy = False
 
@@ -203,26 +209,6 @@ class WorkerSandbox:
             pass
         worker.pending = pending
         self._holder[0] = worker
-
-    def _cell_frame(self, code: str) -> bytes:
-        """The exec frame. With the host's own interpreter in the sandbox, the host compiles the
-        cell (it is only parsed here, never run): the worker then skips its compiler's ~2 ms
-        first-use start-up. Large or invalid code is left to the worker (its errors, its limits).
-        """
-        msg: dict[str, Any] = {"op": "exec", "cell": self._cell, "code": code}
-        if self._precompiled() and len(code) <= HOST_COMPILE_MAX:
-            filename = f"<cell-{self._cell}>"
-            try:
-                tree = ast.parse(code, filename)
-                last = None
-                if tree.body and isinstance(tree.body[-1], ast.Expr):
-                    expr = ast.Expression(tree.body.pop().value)
-                    last = compile(expr, filename, "eval", dont_inherit=True)
-                msg["body"] = compile(tree, filename, "exec", dont_inherit=True)
-                msg["last"] = last
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                pass
-        return frame(msg)
 
     async def _converse(self, worker: _Worker, payload: bytes, until: str, timeout: float
                         ) -> tuple[str, dict[str, Any], OutputBuffer, OutputBuffer,
@@ -335,7 +321,10 @@ class WorkerSandbox:
             raise SandboxError(f"the {self.kind} sandbox failed to start: {detail}")
         self._lost = True
         if not self._closed:
-            self._spawn()  # the replacement boots while the caller reads this result
+            try:
+                self._spawn()  # the replacement boots while the caller reads this result
+            except SandboxError:
+                pass  # the next execute tries again and says why
         return outcome, answer, out, err, calls
 
     async def _write(self, worker: _Worker, data: bytes) -> None:
@@ -368,27 +357,6 @@ class WorkerSandbox:
         calls.append(ToolCallRecord(str(name), tuple(args or ()), dict(kwargs or {}),
                                     reply.get("error"), time.perf_counter() - started))
         await self._write(worker, frame(reply))
-
-    def _result(self, outcome: str, done: dict[str, Any], out: OutputBuffer, err: OutputBuffer,
-                calls: list[ToolCallRecord], timeout: float, restarted: bool,
-                duration: float) -> ExecutionResult:
-        killed = outcome != "done"
-        reason = None
-        lost = "the sandbox was restarted, so variables from earlier code blocks are lost"
-        if outcome == "timeout":
-            reason = f"Execution timed out after {timeout:g} s and was killed; {lost}."
-        elif outcome == "overflow":
-            reason = (f"The code wrote more than {self.limits.kill_output_bytes} bytes of output "
-                      f"and was killed; {lost}.")
-        elif outcome.startswith("died:"):
-            reason = f"{outcome[5:]}; {lost}."
-        elif killed:
-            reason = f"The sandbox worker failed ({outcome}); {lost}."
-        return ExecutionResult(
-            stdout=out.text(killed), stderr=err.text(killed), error=done.get("error"),
-            timed_out=outcome == "timeout", killed_reason=reason, duration_s=duration,
-            truncated=out.truncated or err.truncated, final_answer=done.get("final"),
-            has_final_answer="final" in done, restarted=restarted, tool_calls=tuple(calls))
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:
