@@ -27,6 +27,7 @@ from tao.sandbox import (
     get_sandbox,
 )
 from tao.sandbox._io import FrameReader, OutputBuffer, ProtocolError, frame, plain
+from tao.sandbox.privileges import pids_of_uid
 from tao.sandbox.seccomp import build_filter
 from tao.tools.base import Toolbox, tool
 
@@ -201,6 +202,30 @@ async def test_timeout_kills_and_the_next_execution_starts_fresh(sb) -> None:
     r = await sb.execute("print('x' in globals())")
     assert r.restarted and r.stdout == "False\n"
     assert not (await sb.execute("1")).restarted
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs the sandbox's own uid (tao as root)")
+async def test_timeout_kills_what_the_code_started_in_the_background(sb) -> None:
+    code = ("import subprocess\n"
+            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+            "subprocess.Popen(['sleep', '301'])\n"
+            "import time\ntime.sleep(30)")
+    r = await sb.execute(code, timeout=1)
+    assert r.timed_out
+
+    def sleepers() -> list[str]:  # alive ones: a killed child is a zombie until init reaps it
+        found = []
+        for pid in pids_of_uid(sb.uid):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            if "\nState:\tZ" not in status and status.startswith("Name:\tsleep"):
+                found.append(status.splitlines()[0])
+        return found
+
+    assert sleepers() == []
+    assert (await sb.execute("print('fresh')")).stdout == "fresh\n"
 
 
 async def test_output_over_the_cap_is_truncated_with_a_marker(kind: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from .base import SandboxUnavailable
 from .host import WorkerSandbox, _Worker, frame
+from .privileges import tasks_of_uid
 from .seccomp import build_filter, supported
 
 DEFAULT_IMAGE = "python:3.11-slim"
@@ -94,6 +95,8 @@ class DockerSandbox(WorkerSandbox):
 
     def _init_config(self) -> dict[str, Any]:
         cfg = super()._init_config()
+        if self.uid is None:  # the user's own uid: RLIMIT_NPROC counts their other tasks too
+            cfg["rlimits"] = self.limits.rlimits(other_tasks=tasks_of_uid(self.container_uid))
         if supported():
             cfg["seccomp"] = build_filter()
         return cfg
