@@ -7,6 +7,12 @@
 Backends: ``bwrap`` (default; namespaces, read-only /usr, seccomp, rlimits), ``docker`` (when a
 daemon answers), ``subprocess`` (fallback; the host filesystem is visible). Choose one with
 ``get_sandbox(kind)`` or ``TAO_SANDBOX=bwrap|docker|subprocess``.
+
+For an agent (CodeAct): create one sandbox per run with the run's ``Toolbox`` (or pass one in and
+call ``set_tools``), send each code block to ``execute``, give the model
+``result.to_observation()``; ``result.has_final_answer``/``final_answer`` carry a
+``final_answer(x)`` call, ``result.tool_calls`` the host tools the code called, ``restarted``
+that earlier variables are gone. Variables persist between ``execute`` calls.
 """
 
 from __future__ import annotations

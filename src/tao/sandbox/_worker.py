@@ -183,7 +183,7 @@ def _run(msg):
             _json(_final[0])
             done["final"] = _final[0]
         except (TypeError, ValueError, RecursionError):
-            done["final"], done["final_repr"] = repr(_final[0]), True
+            done["final"] = repr(_final[0])
     return done
 
 
