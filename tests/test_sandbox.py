@@ -97,6 +97,17 @@ async def test_runs_in_the_workspace(sb) -> None:
     assert (sb.workspace / "note.txt").read_text() == "hi"
 
 
+async def test_ordinary_python_works_inside(sb) -> None:
+    """Threads, a process pool (semaphores in /dev/shm), /tmp, the interpreter's own packages."""
+    code = ("import multiprocessing, threading, tempfile, json, decimal\n"
+            "with multiprocessing.Pool(2) as pool:\n    squares = pool.map(abs, [-1, -2, -3])\n"
+            "t = threading.Thread(target=squares.append, args=(4,))\nt.start()\nt.join()\n"
+            "with tempfile.NamedTemporaryFile('w') as f:\n    f.write('x')\n"
+            "print(squares, decimal.Decimal('0.1') + decimal.Decimal('0.2'))")
+    r = await sb.execute(code, timeout=30)
+    assert r.stdout == "[1, 2, 3, 4] 0.3\n", r
+
+
 async def test_system_exit_and_input_do_not_end_the_session(sb) -> None:
     await sb.execute("kept = 1")
     r = await sb.execute("import sys\nsys.exit(3)")

@@ -2,7 +2,7 @@
 
 The sandbox sees a new, empty root with only: ``/usr`` and the interpreter's prefix (read-only),
 the ``/bin``/``/lib*`` symlinks (or binds) that merged-/usr systems need, a private ``/proc`` of its
-own pid namespace, a minimal ``/dev``, a size-capped tmpfs ``/tmp`` and one writable
+own pid namespace, a minimal ``/dev``, size-capped tmpfs ``/tmp`` and ``/dev/shm`` and one writable
 ``/workspace``; the root itself is remounted read-only. Never ``--ro-bind / /``: that would show
 ``/etc/shadow`` and the project checkout. No network namespace peers, no host pids, no host
 environment (``--clearenv``), a seccomp filter against sockets, the worker's rlimits.
@@ -65,6 +65,8 @@ def filesystem_args(workspace: str, tmpfs_bytes: int) -> list[str]:
         args += ["--ro-bind", prefix, prefix]
     args += ["--proc", "/proc", "--dev", "/dev",
              "--size", str(tmpfs_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+             # its own /dev/shm, so multiprocessing's semaphores work
+             "--size", str(tmpfs_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
              "--bind", workspace, "/workspace", "--remount-ro", "/"]
     return args
 
