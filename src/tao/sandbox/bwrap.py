@@ -36,6 +36,7 @@ INSIDE_UID = 1000
 _TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
+@functools.cache
 def _prefixes() -> list[str]:
     """Folders the interpreter needs: its prefix (and the base prefix of a venv), unless /usr."""
     found = []
@@ -71,6 +72,7 @@ def filesystem_args(workspace: str, tmpfs_bytes: int) -> list[str]:
     return args
 
 
+@functools.cache
 def _setpriv() -> str | None:
     """util-linux ``setpriv``, if it is under /usr (so it exists inside the sandbox too)."""
     path = shutil.which("setpriv", path="/usr/bin:/usr/sbin:/bin:/sbin")

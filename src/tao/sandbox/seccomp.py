@@ -18,6 +18,7 @@ Docker workers load the same bytes with ``prctl``. The program:
 from __future__ import annotations
 
 import errno
+import functools
 import platform
 import struct
 
@@ -64,6 +65,7 @@ def supported(machine: str | None = None) -> bool:
     return (machine or platform.machine()).lower() in _ARCHES
 
 
+@functools.cache
 def build_filter(machine: str | None = None) -> bytes:
     """The filter as raw ``struct sock_filter`` bytes, ready for bwrap ``--seccomp`` or prctl."""
     machine = (machine or platform.machine()).lower()
