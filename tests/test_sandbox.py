@@ -108,6 +108,20 @@ async def test_ordinary_python_works_inside(sb) -> None:
     assert r.stdout == "[1, 2, 3, 4] 0.3\n", r
 
 
+async def test_code_runs_unprivileged_under_seccomp(sb) -> None:
+    r = await sb.execute("import os\nprint(os.getuid())\n"
+                         "print(''.join(l for l in open('/proc/self/status') "
+                         "if l.startswith(('Cap', 'NoNewPrivs', 'Seccomp:'))))")
+    uid, *lines = r.stdout.split("\n")
+    status = dict(line.split(":\t") for line in lines if line)
+    if os.geteuid() == 0:
+        assert int(uid) == sb.uid != 0
+    assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2", status
+    empty = ["CapInh", "CapPrm", "CapEff", "CapAmb"] + (["CapBnd"] if sb.kind == "bwrap" else [])
+    assert all(int(status[name], 16) == 0 for name in empty), status
+    assert "PATH=" in (await sb.execute("print(open('/proc/self/environ').read())")).stdout
+
+
 async def test_system_exit_and_input_do_not_end_the_session(sb) -> None:
     await sb.execute("kept = 1")
     r = await sb.execute("import sys\nsys.exit(3)")

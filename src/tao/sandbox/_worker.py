@@ -225,9 +225,7 @@ def _format(exc):
 def _confine(cfg):
     """Drop privileges and apply limits before any user code runs."""
     if cfg.get("uid") is not None:  # bwrap started as root: become the sandbox's own uid
-        os.setgroups([])
-        os.setresgid(cfg["gid"], cfg["gid"], cfg["gid"])
-        os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
+        _drop_to(cfg["uid"], cfg["gid"])
     import resource
 
     for name, (soft, hard) in cfg.get("rlimits", {}).items():
@@ -239,6 +237,33 @@ def _confine(cfg):
         os.chdir(cfg["cwd"])
     for path in cfg.get("sys_path", ()):
         sys.path.append(path)
+
+
+def _drop_to(uid, gid):
+    """What ``setpriv --reuid --regid --clear-groups --inh-caps=-all --bounding-set=-all`` does,
+    in-process (an extra exec costs ~3 ms of a 30 ms cold start): empty the bounding set (bwrap
+    left us CAP_SETPCAP for that), switch every uid/gid (which clears the permitted, effective and
+    ambient sets), clear the inheritable set, become dumpable again (a uid change makes the
+    process's /proc files root's). Then verify, and refuse to run anything if a bit is left.
+    ``_ctypes`` rather than ``ctypes``: the package costs ~4 ms to import, its core ~0.8."""
+    import _ctypes
+
+    libc = _ctypes.dlopen(None)
+    prctl, capset = _ctypes.dlsym(libc, "prctl"), _ctypes.dlsym(libc, "capset")
+    call = _ctypes.call_function
+    cap = 0
+    while cap < 64 and call(prctl, (24, cap, 0, 0, 0)) == 0:  # PR_CAPBSET_DROP until EINVAL
+        cap += 1
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    header = (0x20080522).to_bytes(4, sys.byteorder) + bytes(4)  # _LINUX_CAPABILITY_VERSION_3
+    call(capset, (header, bytes(24)))
+    call(prctl, (4, 1, 0, 0, 0))  # PR_SET_DUMPABLE
+    with open("/proc/self/status") as f:
+        caps = [line.split()[1] for line in f if line.startswith("Cap")]
+    if any(int(c, 16) for c in caps) or os.getresuid() != (uid, uid, uid):
+        raise PermissionError("could not drop privileges: %s" % caps)
 
 
 def _prctl(cfg):
