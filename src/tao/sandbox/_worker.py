@@ -239,27 +239,31 @@ def _confine(cfg):
         sys.path.append(path)
 
 
-def _drop_to(uid, gid):
-    """What ``setpriv --reuid --regid --clear-groups --inh-caps=-all --bounding-set=-all`` does,
-    in-process (an extra exec costs ~3 ms of a 30 ms cold start): empty the bounding set (bwrap
-    left us CAP_SETPCAP for that), switch every uid/gid (which clears the permitted, effective and
-    ambient sets), clear the inheritable set, become dumpable again (a uid change makes the
-    process's /proc files root's). Then verify, and refuse to run anything if a bit is left.
-    ``_ctypes`` rather than ``ctypes``: the package costs ~4 ms to import, its core ~0.8."""
+def _libc():
+    """``prctl``/``capset`` through ``_ctypes``, the C core of ctypes: the ctypes package costs
+    ~4 ms to import on a slow machine, its core ~0.8 (a cold start has 30 in all)."""
     import _ctypes
 
     libc = _ctypes.dlopen(None)
-    prctl, capset = _ctypes.dlsym(libc, "prctl"), _ctypes.dlsym(libc, "capset")
-    call = _ctypes.call_function
+    return _ctypes, lambda name, *args: _ctypes.call_function(_ctypes.dlsym(libc, name), args)
+
+
+def _drop_to(uid, gid):
+    """What ``setpriv --reuid --regid --clear-groups --inh-caps=-all --bounding-set=-all`` does,
+    in-process (its exec costs ~3 ms): empty the bounding set (bwrap left us CAP_SETPCAP for
+    that), switch every uid/gid (which clears the permitted, effective and ambient sets), clear the
+    inheritable set, become dumpable again (a uid change makes the process's /proc files root's).
+    Then verify, and refuse to run anything if a bit is left."""
+    _, call = _libc()
     cap = 0
-    while cap < 64 and call(prctl, (24, cap, 0, 0, 0)) == 0:  # PR_CAPBSET_DROP until EINVAL
+    while cap < 64 and call("prctl", 24, cap, 0, 0, 0) == 0:  # PR_CAPBSET_DROP until EINVAL
         cap += 1
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
     header = (0x20080522).to_bytes(4, sys.byteorder) + bytes(4)  # _LINUX_CAPABILITY_VERSION_3
-    call(capset, (header, bytes(24)))
-    call(prctl, (4, 1, 0, 0, 0))  # PR_SET_DUMPABLE
+    call("capset", header, bytes(24))
+    call("prctl", 4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
     with open("/proc/self/status") as f:
         caps = [line.split()[1] for line in f if line.startswith("Cap")]
     if any(int(c, 16) for c in caps) or os.getresuid() != (uid, uid, uid):
@@ -267,25 +271,27 @@ def _drop_to(uid, gid):
 
 
 def _prctl(cfg):
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    ul = ctypes.c_ulong
+    """Die with the host (subprocess backend) and load the seccomp filter (where bwrap does not)."""
+    _ctypes, call = _libc()
     if cfg.get("pdeathsig"):
-        libc.prctl(ul(1), ul(9), ul(0), ul(0), ul(0))  # PR_SET_PDEATHSIG, SIGKILL
+        call("prctl", 1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
         if os.getppid() != cfg["host_pid"]:
             os._exit(1)
     bpf = cfg.get("seccomp")
     if bpf:
-        class Prog(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+        class Byte(_ctypes._SimpleCData):
+            _type_ = "B"
 
-        buf = ctypes.create_string_buffer(bpf, len(bpf))
-        prog = Prog(len(bpf) // 8, ctypes.addressof(buf))
-        if libc.prctl(ul(38), ul(1), ul(0), ul(0), ul(0)) != 0:  # PR_SET_NO_NEW_PRIVS
-            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
-        if libc.prctl(ul(22), ul(2), ctypes.byref(prog), ul(0), ul(0)) != 0:  # SECCOMP_MODE_FILTER
-            raise OSError(ctypes.get_errno(), "loading the seccomp filter failed")
+        program = (Byte * len(bpf)).from_buffer_copy(bpf)
+        fprog = ((len(bpf) // 8).to_bytes(2, sys.byteorder) + bytes(6)  # struct sock_fprog
+                 + _ctypes.addressof(program).to_bytes(8, sys.byteorder))
+        if call("prctl", 38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            raise OSError("PR_SET_NO_NEW_PRIVS failed")
+        if call("prctl", 22, 2, fprog, 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+            raise OSError("loading the seccomp filter failed")
+        with open("/proc/self/status") as f:
+            if "Seccomp:\t2" not in f.read():
+                raise OSError("the seccomp filter is not in force")
 
 
 def _open_channels(argv):
