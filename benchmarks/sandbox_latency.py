@@ -8,6 +8,10 @@ cost over process start can be read off whatever the machine's speed is (it vari
 loaded 2-core VM: compare rows measured together, not numbers across runs).
 
     python benchmarks/sandbox_latency.py [--cold 20] [--warm 300] [--kinds bwrap,subprocess]
+
+On a machine busy with other jobs, start times mostly measure the scheduler (a bare bwrap start
+went from 21 to 65 ms here under a load of 6); ``chrt -f 50 python benchmarks/sandbox_latency.py``
+(root) runs the benchmark and its children ahead of them.
 """
 
 from __future__ import annotations
