@@ -32,7 +32,7 @@ from .validate import check
 STEP_ID = re.compile(r"step\d+")
 _LOOSE_ID = re.compile(r"\s*(?:step[\s_-]*)?#?(\d+)\s*", re.IGNORECASE)
 _LOOSE_REF = re.compile(r"\s*(?:\$|step|\$step)\s*(\d+)\s*", re.IGNORECASE)
-REFERENCE_SCHEMA = {"type": "string", "pattern": "^\\$step[0-9]+$"}
+REFERENCE_SCHEMA = {"type": "string", "pattern": "^[$]step[0-9]+$"}
 
 
 class PlanInvalid(ValueError):
