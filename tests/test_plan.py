@@ -467,15 +467,22 @@ def test_an_agent_tool_works_for_a_react_agent_too():
 
 
 def test_a_plan_agent_inside_a_plan_agent_nests_two_deep():
-    inner_plan = {"steps": [step(1, "add", 40, 2)], "answer": "$step1"}
-    inner = PlanExecuteAgent(ScriptedModel([plan_reply(inner_plan)]), [calculator])
-    outer_plan = {"steps": [{"id": "step1", "description": "d", "instruction": "add 40 and 2",
+    # outer plan -> step1 run by an inner plan agent -> its step1 run by a ReAct agent
+    react = ReActAgent(ScriptedModel([tool_call("calculator", operation="add", a=40, b=2), "42"]), [calculator])
+    inner_plan = {"steps": [{"id": "step1", "description": "add", "instruction": "add 40 and 2",
                              "depends_on": []}], "answer": "$step1"}
+    inner = PlanExecuteAgent(ScriptedModel([plan_reply(inner_plan)]), [calculator], step_agent=react)
+    outer_plan = {"steps": [{"id": "step1", "description": "d", "instruction": "what is 40 + 2?",
+                             "depends_on": []}], "answer": "It is $step1"}
     outer = PlanExecuteAgent(ScriptedModel([plan_reply(outer_plan)]), [calculator], step_agent=inner)
+
     result, events = run(outer, "x")
-    assert result.answer == "42" and result.turns == 2
-    depths = {(e.step_id, e.depth, e.event.kind) for e in of(events, Nested)}
-    assert ("step1", 1, "step_started") in depths and ("step1", 1, "run_finished") in depths
+
+    assert result.answer == "It is 42" and result.turns == 1 + 1 + 2 and result.tool_calls == 1
+    seen = {(e.step_id, e.depth, e.event.kind) for e in of(events, Nested)}
+    assert ("step1", 1, "plan_created") in seen and ("step1", 1, "step_started") in seen
+    assert ("step1/step1", 2, "action") in seen and ("step1/step1", 2, "run_finished") in seen
+    assert all(type(e.event) is not Nested for e in of(events, Nested))  # flat, never nested twice
 
 
 # -- events, facade, configuration -------------------------------------------------------------
