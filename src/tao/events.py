@@ -237,3 +237,36 @@ class Nested(Event):
 
 EVENT_TYPES.update({cls.kind: cls for cls in (PlanCreated, StepStarted, StepFinished, StepRetried,
                                               StepFailed, StepSkipped, Replanned, Nested)})
+
+
+# -- CodeAct ---------------------------------------------------------------------------------------
+# One code block of a reply is one execution in the run's sandbox: ``CodeExecution`` before it
+# runs, ``ExecutionFinished`` after. ``observation`` is exactly what the model reads about it.
+
+
+@dataclass(frozen=True, slots=True)
+class CodeExecution(Event):
+    """A code block the agent is about to run (``index`` counts the blocks of one reply from 1)."""
+
+    kind: ClassVar[str] = "code"
+    code: str
+    turn: int
+    index: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionFinished(Event):
+    """What running a code block gave: its stdout, the trimmed traceback (``error``) or why the
+    worker was killed (``killed_reason``), and the observation text built from them."""
+
+    kind: ClassVar[str] = "execution"
+    stdout: str
+    error: str | None
+    turn: int
+    duration_s: float = 0.0
+    stderr: str = ""
+    killed_reason: str | None = None
+    observation: str = ""
+
+
+EVENT_TYPES.update({cls.kind: cls for cls in (CodeExecution, ExecutionFinished)})
