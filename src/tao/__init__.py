@@ -4,7 +4,6 @@
 """
 
 from .agents.base import Agent, Result
-from .agents.plan import PlanExecuteAgent
 from .agents.react import ReActAgent
 from .events import Event
 from .messages import Message, ToolCall, Usage
@@ -19,12 +18,21 @@ __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "calculate", "calculator", "PlanExecuteAgent",
-]  # OpenAIModel, LocalModel and resolve_model are importable too, lazily
+]
+
+#: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
+_LAZY = {
+    "PlanExecuteAgent": "tao.agents.plan",
+    "CodeActAgent": "tao.agents.codeact",
+    "OpenAIModel": "tao.models.openai",
+    "LocalModel": "tao.models.local",
+    "resolve_model": "tao.models.resolve",
+}
 
 
 def __getattr__(name: str):
-    if name in ("OpenAIModel", "LocalModel", "resolve_model"):
-        from . import models
+    if name in _LAZY:
+        import importlib
 
-        return getattr(models, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'tao' has no attribute {name!r}")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import tomllib
 from functools import cache
-from importlib.resources import files
 
 
 @cache
 def template(name: str, lang: str) -> str:
     """The text of ``prompts/<name>.<lang>.md`` (falls back to English)."""
+    from importlib.resources import files
+
     root = files(__name__)
     path = root / f"{name}.{lang}.md"
     if not path.is_file():
@@ -20,6 +21,8 @@ def template(name: str, lang: str) -> str:
 @cache
 def table(name: str) -> dict:
     """The parsed ``prompts/<name>.toml``."""
+    from importlib.resources import files
+
     return tomllib.loads((files(__name__) / f"{name}.toml").read_text(encoding="utf-8"))
 
 
