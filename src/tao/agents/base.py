@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -74,6 +73,8 @@ class Agent:
 
     def run(self, task: str, sinks: Iterable[Sink] = ()) -> Result:
         """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread."""
+        import asyncio  # here, not at import: `import tao` stays cheap
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:

@@ -8,7 +8,6 @@ comes back as an error observation the model can read and correct; it never ends
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import time
@@ -269,9 +268,13 @@ class Toolbox:
         try:
             kwargs = t.validate(call.arguments)
             if t.is_async():
+                import asyncio  # loaded by then; kept out of `import tao`
+
                 coro = t.run(**kwargs)
                 value = await (asyncio.wait_for(coro, t.timeout) if t.timeout else coro)
             elif in_thread or t.timeout:
+                import asyncio
+
                 fut = asyncio.to_thread(t.run, **kwargs)
                 value = await (asyncio.wait_for(fut, t.timeout) if t.timeout else fut)
             else:
@@ -291,4 +294,6 @@ class Toolbox:
         runs inline (no task, no thread) - the common case stays cheap."""
         if len(calls) == 1:
             return [await self.execute(calls[0])]
+        import asyncio
+
         return list(await asyncio.gather(*(self.execute(c, in_thread=True) for c in calls)))
