@@ -524,8 +524,8 @@ async def test_closing_the_stream_early_stops_the_run():
 
 
 def test_user_mistakes_are_exceptions_at_once():
-    with pytest.raises(ValueError, match="executor='ray' is not available"):
-        PlanExecuteAgent(ScriptedModel([]), [calculator], executor="ray")
+    with pytest.raises(ValueError, match="executor='dask' is not available"):
+        PlanExecuteAgent(ScriptedModel([]), [calculator], executor="dask")
     with pytest.raises(ValueError, match="concurrency"):
         PlanExecuteAgent(ScriptedModel([]), [calculator], concurrency=0)
     with pytest.raises(ValueError, match="max_replans"):

@@ -47,6 +47,7 @@ class _Run:
     emit: Callable[[Event], None]
     tally: Tally
     pool: ThreadPoolExecutor
+    remote: Any = None  # executor="ray": the RayTools that run the tool calls
     steps: dict[str, Step] = field(default_factory=dict)  # every step of every plan
     results: dict[str, Any] = field(default_factory=dict)  # values of the finished steps
     done: list[Outcome] = field(default_factory=list)
@@ -61,8 +62,11 @@ class PlanExecuteAgent(Agent):
     results of the step's dependencies, and its events appear in this agent's stream as
     ``Nested``. Without it every step must call a tool. ``max_fixes``: how many times an invalid
     plan goes back to the planner. ``step_timeout`` (seconds) bounds each attempt of a step;
-    ``retry_backoff`` is the first retry's delay (doubling after). Only ``executor="async"``
-    exists for now.
+    ``retry_backoff`` is the first retry's delay (doubling after).
+
+    ``executor="ray"`` runs the tool steps as Ray tasks with the same scheduling and events
+    (``tao.plan.ray_executor``: tools must be picklable; ``ray_options`` go to each task's
+    ``.options()``); ``executor="async"`` runs them in this process.
 
     ``stream_plan=True`` (LLMCompiler): each step starts as soon as its JSON object has streamed
     in and checks out against the steps before it (a streamed step may only depend on earlier
@@ -78,9 +82,10 @@ class PlanExecuteAgent(Agent):
                  max_retries: int = 3, concurrency: int = 8, executor: str = "async",
                  max_fixes: int = 2, step_timeout: float | None = None,
                  retry_backoff: float = 0.5, stream_plan: bool = False,
-                 language: str | None = None, system_prompt: str | None = None):
-        if executor != "async":
-            raise ValueError(f"executor={executor!r} is not available; use executor='async'")
+                 language: str | None = None, system_prompt: str | None = None,
+                 ray_options: dict[str, Any] | None = None):
+        if executor not in ("async", "ray"):
+            raise ValueError(f"executor={executor!r} is not available; use 'async' or 'ray'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
                             (max_fixes, "max_fixes")):
             if value < 0:
@@ -91,6 +96,12 @@ class PlanExecuteAgent(Agent):
             raise TypeError(f"step_agent must be an Agent or a factory of agents, not {step_agent!r}")
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        if executor == "ray":  # lazy: only a Ray agent imports ray; unpicklable tools fail now
+            from ..plan.ray_executor import check_tools, import_ray
+
+            import_ray()
+            check_tools(self.toolbox, local=(AgentTool,))
+        self.ray_options = dict(ray_options or {})
         self.step_agent = step_agent
         self.max_replans, self.max_retries, self.max_fixes = max_replans, max_retries, max_fixes
         self.concurrency = concurrency
@@ -118,6 +129,10 @@ class PlanExecuteAgent(Agent):
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         run = _Run(task, lang if lang in ("zh", "en") else "en", emit, Tally(), _pool(self.concurrency))
+        if self.executor == "ray":
+            from ..plan.ray_executor import RayTools
+
+            run.remote = RayTools(self.toolbox, self.ray_options)
         planner = Planner(self.model, self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
                           system_prompt=self.system_prompt)
@@ -200,7 +215,9 @@ class PlanExecuteAgent(Agent):
                 return Attempt(False, f"Error: {e}", retry=False)
             return await self._nested(run, step.id, tool.stream(task, step.id), tool.name)
         call = ToolCall(f"{step.id}", step.tool, payload)
-        if tool.is_async():
+        if run.remote is not None:
+            res = await run.remote.execute(step.tool, payload)
+        elif tool.is_async():
             res = await self.toolbox.execute(call)
         else:  # our own pool: as many threads as steps may run at once
             loop = asyncio.get_running_loop()

@@ -1,0 +1,295 @@
+"""``executor="ray"``: the same plans as tests/test_plan.py, their tool steps run as Ray tasks on a
+local Ray instance this module starts (2 CPUs, no dashboard, bound to 127.0.0.1) and stops.
+
+Tools run in Ray worker processes: a closure's state is copied there, not shared, so the flaky
+tool below counts its calls in a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call  # noqa: E402
+from tao.agents.plan import PlanExecuteAgent  # noqa: E402
+from tao.events import (FinalAnswer, Nested, PlanCreated, Replanned, StepFailed,  # noqa: E402
+                        StepFinished, StepRetried, StepSkipped, StepStarted)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
+             object_store_memory=80 * 1024 * 1024, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def step(n, operation, a, b, *deps, description=""):
+    return {"id": f"step{n}", "description": description or f"{operation} {a} {b}",
+            "tool": "calculator", "args": {"operation": operation, "a": a, "b": b},
+            "depends_on": [f"step{d}" for d in deps]}
+
+
+SEED_PLAN = {"steps": [step(1, "multiply", 3, 12, description="3 本书的钱"),
+                       step(2, "multiply", 2, 5, description="2 支笔的钱"),
+                       step(3, "add", "$step1", "$step2", 1, 2, description="一共花的钱"),
+                       step(4, "subtract", 50, "$step3", 3, description="还剩的钱")],
+             "answer": "他还剩 $step4 元"}
+SEED_TASK = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
+
+
+def reply(plan) -> str:
+    return json.dumps(plan, ensure_ascii=False)
+
+
+def run(agent, task=SEED_TASK):
+    events = []
+    return agent.run(task, sinks=[events.append]), events
+
+
+def of(events, kind):
+    return [e for e in events if type(e) is kind]
+
+
+def comparable(events):
+    """The events without what differs between two runs of the same plan: timings."""
+    out = []
+    for e in events:
+        d = e.to_dict()
+        if d["type"] in ("step_finished",):
+            d.pop("duration_s")
+        if d["type"] == "run_finished":
+            r = d["result"]
+            d = {"type": "run_finished", **{k: r[k] for k in ("answer", "status", "turns", "tool_calls")}}
+        out.append(d)
+    return out
+
+
+def test_the_seed_plan_gives_4_with_the_same_events_as_the_async_executor():
+    results = {}
+    for executor in ("async", "ray"):
+        model = ScriptedModel([reply(SEED_PLAN)])
+        results[executor] = run(PlanExecuteAgent(model, [calculator], executor=executor))
+
+    result, events = results["ray"]
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "他还剩 4 元", 1, 4)
+    assert {e.step_id: e.result for e in of(events, StepFinished)} == {
+        "step1": "36", "step2": "10", "step3": "46", "step4": "4"}
+    order = [(type(e).__name__, e.step_id) for e in events if type(e) in (StepStarted, StepFinished)]
+    assert order[:2] == [("StepStarted", "step1"), ("StepStarted", "step2")]
+    assert order[4:] == [("StepStarted", "step3"), ("StepFinished", "step3"),
+                         ("StepStarted", "step4"), ("StepFinished", "step4")]
+    mine, theirs = comparable(events), comparable(results["async"][1])
+    # step1 and step2 run at once: which finishes first may differ; nothing else may
+    key = lambda d: json.dumps(d, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    assert sorted(mine, key=key) == sorted(theirs, key=key)
+    assert [d["type"] for d in mine] == [d["type"] for d in theirs]
+
+
+def test_tool_steps_run_in_ray_worker_processes():
+    @tool
+    def pid() -> int:
+        """The process id of whoever runs this."""
+        return os.getpid()
+
+    plan = {"steps": [{"id": "step1", "description": "pid", "tool": "pid", "args": {}, "depends_on": []}],
+            "answer": "$step1"}
+    result, _ = run(PlanExecuteAgent(ScriptedModel([reply(plan)]), [pid], executor="ray"), "pid")
+    assert result.status == "done" and int(result.answer) != os.getpid()
+
+
+def test_a_failing_step_is_retried_in_ray_then_succeeds(tmp_path):
+    counter = str(tmp_path / "calls")
+
+    @tool
+    def fetch(x: int) -> int:
+        """Fetch a number from a flaky service (fails twice)."""
+        with open(counter, "a") as f:
+            f.write("x")
+        if len(Path(counter).read_text()) <= 2:
+            raise ConnectionError("service unavailable")
+        return x * 2
+
+    plan = {"steps": [{"id": "step1", "description": "fetch", "tool": "fetch", "args": {"x": 21},
+                       "depends_on": []}], "answer": "$step1"}
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [fetch], retry_backoff=0.01, executor="ray")
+
+    result, events = run(agent, "fetch 21")
+
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "42", 1, 3)
+    assert Path(counter).read_text() == "xxx"
+    retried = of(events, StepRetried)
+    assert [(e.step_id, e.attempt) for e in retried] == [("step1", 1), ("step1", 2)]
+    assert "ConnectionError: service unavailable" in retried[0].error
+    assert [e.attempt for e in of(events, StepStarted)] == [1, 2, 3]
+
+
+def test_invalid_arguments_fail_at_once_without_a_ray_task():
+    plan = {"steps": [step(1, "add", "fifteen", 27)], "answer": "$step1"}
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [calculator], max_replans=0, executor="ray")
+    result, events = run(agent, "15+27?")
+    [failed] = of(events, StepFailed)
+    assert result.status == "error" and failed.attempts == 1
+    assert "invalid arguments for calculator" in failed.error and not of(events, StepRetried)
+
+
+PRICES = {"book": 12, "pen": 5}
+
+
+@tool
+def price(item: str) -> float:
+    """The price of one item in the shop.
+
+    Args:
+        item: the item's name
+    """
+    return PRICES[item]
+
+
+def test_a_failed_step_skips_its_dependents_and_the_replan_finishes_the_task():
+    first = {"steps": [
+        {"id": "step1", "description": "price of a book", "tool": "price", "args": {"item": "book"}, "depends_on": []},
+        {"id": "step2", "description": "price of a pencil", "tool": "price", "args": {"item": "pencil"}, "depends_on": []},
+        {"id": "step3", "description": "both", "tool": "calculator",
+         "args": {"operation": "add", "a": "$step1", "b": "$step2"}, "depends_on": ["step1", "step2"]},
+    ], "answer": "Together: $step3"}
+    second = {"steps": [
+        {"id": "step4", "description": "price of a pen", "tool": "price", "args": {"item": "pen"}, "depends_on": []},
+        {"id": "step5", "description": "both", "tool": "calculator",
+         "args": {"operation": "add", "a": "$step1", "b": "$step4"}, "depends_on": ["step4"]},
+    ], "answer": "Together: $step5"}
+    model = ScriptedModel([reply(first), reply(second)])
+    agent = PlanExecuteAgent(model, [price, calculator], retry_backoff=0, max_retries=1, executor="ray")
+
+    result, events = run(agent, "What do a book and a pen cost together?")
+
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "Together: 17", 2, 5)
+    [failed] = of(events, StepFailed)
+    assert failed.step_id == "step2" and "KeyError: 'pencil'" in failed.error and failed.attempts == 2
+    [skipped] = of(events, StepSkipped)
+    assert skipped.step_id == "step3" and skipped.reason.startswith("step2 failed")
+    [replanned] = of(events, Replanned)
+    assert [s["id"] for s in replanned.steps] == ["step4", "step5"] and "KeyError" in replanned.reason
+    assert "- step1 (price of a book): 12" in model.calls[1][-1].content
+    kinds = [e.kind for e in events]
+    assert kinds.index("step_failed") < kinds.index("replanned") < kinds.index("final_answer")
+
+
+def sleepy_tools():
+    @tool
+    async def wait(label: str, seconds: float) -> str:
+        """Sleep, then return the label."""
+        await asyncio.sleep(seconds)
+        return label
+
+    @tool
+    def block(label: str, seconds: float) -> str:
+        """Block, then return the label."""
+        time.sleep(seconds)
+        return label
+
+    return [wait, block]
+
+
+def sleep_step(n, tool_name, seconds, *deps):
+    label = " ".join(["s%d" % n] + ["$step%d" % d for d in deps])
+    return {"id": f"step{n}", "description": f"sleep {seconds}", "tool": tool_name,
+            "args": {"label": label, "seconds": seconds}, "depends_on": [f"step{d}" for d in deps]}
+
+
+@pytest.mark.parametrize("tool_name", ["wait", "block"])
+def test_wall_time_follows_the_critical_path_not_the_sum(tool_name):
+    # step1 ─┬─ step3 ─┐
+    # step2 ─┘         ├─ step6          sum 1.2 s, critical path 0.6 s; 3 steps at once at first
+    # step4 ── step5 ──┘
+    plan = {"steps": [sleep_step(1, tool_name, 0.2), sleep_step(2, tool_name, 0.2),
+                      sleep_step(3, tool_name, 0.2, 1, 2), sleep_step(4, tool_name, 0.1),
+                      sleep_step(5, tool_name, 0.3, 4), sleep_step(6, tool_name, 0.2, 3, 5)],
+            "answer": "$step6"}
+    # sleeping tools use no CPU: a quarter CPU each lets 8 run at once on the 2-CPU instance
+    options = {"num_cpus": 0.25}
+    # the first run starts Ray's worker processes (seconds each on 2 cores); on a loaded machine
+    # a run can still meet a slow worker, so the best of three is timed
+    timings = []
+    for _ in range(4):
+        agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), sleepy_tools(), executor="ray",
+                                 ray_options=options)
+        start = time.perf_counter()
+        result, events = run(agent, "sleep")
+        timings.append(time.perf_counter() - start)
+        assert result.answer == "s6 s3 s1 s2 s5 s4"
+    elapsed = min(timings[1:])
+    durations = {e.step_id: round(e.duration_s, 3) for e in of(events, StepFinished)}
+    assert 0.6 <= elapsed < 0.95, f"critical path 0.6 s, sum 1.2 s, took {timings} ({durations})"
+    started = {e.step_id: i for i, e in enumerate(events) if type(e) is StepStarted}
+    finished = {e.step_id: i for i, e in enumerate(events) if type(e) is StepFinished}
+    assert started["step5"] < finished["step3"]  # event-driven, not level by level
+
+
+def test_a_step_timeout_cancels_the_ray_task():
+    @tool
+    def stuck() -> str:
+        """Never answers in time."""
+        time.sleep(30)
+        return "late"
+
+    plan = {"steps": [{"id": "step1", "description": "stuck", "tool": "stuck", "args": {}, "depends_on": []}]}
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [stuck], step_timeout=0.3, max_retries=1,
+                             retry_backoff=0, max_replans=0, executor="ray")
+    start = time.perf_counter()
+    result, events = run(agent, "stuck")
+    assert time.perf_counter() - start < 3
+    assert result.status == "error" and "timed out after 0.3 s" in result.error
+    assert [e.attempt for e in of(events, StepRetried)] == [1]
+
+
+def test_a_react_step_agent_runs_in_the_caller_and_its_events_are_nested():
+    plan = {"steps": [
+        step(1, "multiply", 3, 12),
+        {"id": "step2", "description": "what is left", "instruction": "50 minus $step1",
+         "depends_on": ["step1"]},
+    ], "answer": "$step2"}
+    react = ReActAgent(ScriptedModel([tool_call("calculator", operation="subtract", a=50, b=36),
+                                      "14"]), [calculator])
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [calculator], step_agent=react,
+                             executor="ray")
+    result, events = run(agent, "50 - 3*12?")
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "14", 3, 2)
+    nested = of(events, Nested)
+    assert nested and {e.step_id for e in nested} == {"step2"}
+    assert isinstance(nested[-1].event, type(events[-1])) and of(events, PlanCreated)
+    assert of(events, FinalAnswer)[0].text == "14"
+
+
+def test_a_tool_that_cannot_be_pickled_is_refused_when_the_agent_is_made():
+    lock = threading.Lock()
+
+    @tool
+    def guarded(x: int) -> int:
+        """Needs the lock."""
+        with lock:
+            return x
+
+    with pytest.raises(TypeError, match="tool 'guarded' cannot be sent to Ray"):
+        PlanExecuteAgent(ScriptedModel([]), [guarded], executor="ray")
+
+
+def test_unknown_executor_is_refused():
+    with pytest.raises(ValueError, match="'async' or 'ray'"):
+        PlanExecuteAgent(ScriptedModel([]), [calculator], executor="dask")
+
+
+def test_importing_tao_and_the_plan_agent_does_not_import_ray():
+    code = ("import sys, tao, tao.agents.plan; from tao import PlanExecuteAgent; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
