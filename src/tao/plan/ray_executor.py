@@ -43,7 +43,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..tools.base import InvalidArguments, Tool, Toolbox, ToolResult, to_text
+from ..tools.base import FunctionTool, InvalidArguments, Tool, Toolbox, ToolResult, to_text
 
 INSTALL_HINT = "executor='ray' needs Ray: pip install 'tao-agents[ray]'"
 
@@ -56,6 +56,12 @@ def import_ray() -> Any:
     return ray
 
 
+def shipped(t: Tool) -> Any:
+    """What a worker gets to run ``t``: a ``@tool``'s function itself (0.02 ms to unpickle; the
+    whole ``FunctionTool`` with its pydantic model takes 0.65 ms), else the tool's bound ``run``."""
+    return t.fn if isinstance(t, FunctionTool) else t.run
+
+
 def check_tools(toolbox: Toolbox, local: tuple[type, ...] = ()) -> None:
     """Raise ``TypeError`` naming the first tool that cannot be sent to a Ray worker (tools of
     the ``local`` types run in the caller and are not checked)."""
@@ -65,18 +71,18 @@ def check_tools(toolbox: Toolbox, local: tuple[type, ...] = ()) -> None:
         if isinstance(t, local):
             continue
         try:
-            cloudpickle.dumps(t)
+            cloudpickle.dumps(shipped(t))
         except Exception as e:  # noqa: BLE001 - whatever pickling raises, the cause is the tool
             raise TypeError(f"tool {t.name!r} cannot be sent to Ray workers (executor='ray' "
                             f"pickles every tool): {type(e).__name__}: {e}") from None
 
 
-def _call(tool: Tool, kwargs: dict[str, Any]) -> tuple[bool, Any]:
+def _call(run: Any, is_async: bool, kwargs: dict[str, Any]) -> tuple[bool, Any]:
     """In the Ray worker: run the tool. ``(True, value)`` or ``(False, error text)``."""
     try:
-        if tool.is_async():
-            return True, asyncio.run(tool.run(**kwargs))
-        return True, tool.run(**kwargs)
+        if is_async:
+            return True, asyncio.run(run(**kwargs))
+        return True, run(**kwargs)
     except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
         return False, f"Error: {type(e).__name__}: {e}"
 
@@ -104,8 +110,8 @@ class RayTools:
         except InvalidArguments as e:
             return ToolResult(f"Error: {e}", True, loop.time() - start)
         if name not in self.refs:
-            self.refs[name] = self.ray.put(t)
-        ref = self.remote.remote(self.refs[name], kwargs)
+            self.refs[name] = self.ray.put(shipped(t))
+        ref = self.remote.remote(self.refs[name], t.is_async(), kwargs)
         try:
             work = asyncio.wrap_future(ref.future())
             ok, value = await (asyncio.wait_for(work, t.timeout) if t.timeout else work)
