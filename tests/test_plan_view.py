@@ -193,3 +193,17 @@ def test_helpers():
 def test_importing_does_not_import_rich(module):
     code = f"import sys, {module}; assert 'rich' not in sys.modules, 'rich imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_live_view_shows_the_model_writing_before_the_plan_arrives():
+    from tao.events import TokenDelta, TurnStarted
+
+    view = PlanView(console(terminal=True))
+    view(RunStarted("t", "plan", "m"))
+    view(TurnStarted(1))
+    view(TokenDelta('{"steps": [', 1))
+    assert view._live is not None and "the model is writing… 11 characters" in render(view)
+    view(PlanCreated([step(1, "add", 1, 2)], 1))
+    assert "writing" not in render(view) and "○ step1" in render(view)
+    view.close()
+    assert view._live is None

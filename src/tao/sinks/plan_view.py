@@ -10,7 +10,8 @@ with its duration and result (or error); a ``Replanned`` adds the new plan under
 sub-agent's events (``Nested``) appear indented under the step it runs. On a terminal the view is
 one live tree redrawn in place (running steps' clocks tick); elsewhere (a pipe, a file, a test's
 ``Console(file=io.StringIO())``) the plan is printed once and every change is one line after it,
-so a log reads top to bottom. The run's answer and a summary line close it.
+so a log reads top to bottom. The run's answer and a summary line close it. While the model
+writes (the plan, a re-plan, the synthesis) the live view counts the characters streamed so far.
 
 PlanView reads the whole stream (task, answer, errors, summary), so it replaces ``ConsoleSink``
 for plan runs rather than sitting beside it (rich allows one live display per console).
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import (Action, CodeExecution, Error, Event, ExecutionFinished, FinalAnswer, Nested,
                       Observation, PlanCreated, Replanned, RunFinished, RunStarted, StepFailed,
-                      StepFinished, StepRetried, StepSkipped, StepStarted, Thought)
+                      StepFinished, StepRetried, StepSkipped, StepStarted, Thought, TokenDelta,
+                      TurnStarted)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -108,6 +110,7 @@ class PlanView:
         self.steps: dict[str, _Step] = {}
         self.plans: list[tuple[str, list[str]]] = []  # (title, step ids) per plan
         self.answer: str | None = None
+        self.writing: int | None = None  # characters the model has streamed in this call
         self._lock = threading.RLock()
         self._live: Any = None
 
@@ -119,7 +122,7 @@ class PlanView:
         if self.live:
             if type(event) in (FinalAnswer, Error, RunFinished) and not getattr(event, "recoverable", False):
                 self._stop()
-            elif type(event) in (PlanCreated, Replanned, StepStarted) and self._live is None:
+            elif type(event) in (TurnStarted, PlanCreated, Replanned, StepStarted) and self._live is None:
                 self._start()
             elif self._live is not None:
                 self._live.refresh()
@@ -142,8 +145,13 @@ class PlanView:
         """The whole view now: every plan with its steps' marks (what the live display draws)."""
         from rich.console import Group
 
+        from rich.text import Text
+
         with self._lock:
-            return Group(*(self._plan_view(p, nested_max=NESTED_SHOWN) for p in self.plans))
+            parts = [self._plan_view(p, nested_max=NESTED_SHOWN) for p in self.plans]
+            if self.writing is not None:
+                parts.append(Text(f"✎ the model is writing… {self.writing} characters", "dim"))
+            return Group(*parts)
 
     # -- state ------------------------------------------------------------------------------
 
@@ -152,6 +160,14 @@ class PlanView:
         from rich.text import Text
 
         kind = type(event)
+        if kind is TokenDelta:
+            self.writing = (self.writing or 0) + len(event.text)
+            return None
+        if kind is TurnStarted:
+            self.writing = 0
+            return None
+        if kind in (PlanCreated, Replanned, FinalAnswer, Error):
+            self.writing = None
         if kind is RunStarted:
             return Text.assemble(("Task: ", "bold"), event.task, (f"  ({event.agent} · {event.model})", "dim"))
         if kind in (PlanCreated, Replanned):
