@@ -251,6 +251,10 @@ def test_a_step_timeout_cancels_the_ray_task():
     assert time.perf_counter() - start < 3
     assert result.status == "error" and "timed out after 0.3 s" in result.error
     assert [e.attempt for e in of(events, StepRetried)] == [1]
+    # the two stuck attempts were killed, not left holding both CPUs for 30 s
+    start = time.perf_counter()
+    result, _ = run(PlanExecuteAgent(ScriptedModel([reply(SEED_PLAN)]), [calculator], executor="ray"))
+    assert result.answer == "他还剩 4 元" and time.perf_counter() - start < 10
 
 
 def test_a_react_step_agent_runs_in_the_caller_and_its_events_are_nested():

@@ -17,7 +17,10 @@ What runs where:
 - a tool step's arguments are validated in the caller (an invalid call fails at once, not
   retried, exactly as with the async executor); the call itself runs in a Ray worker: async tools
   under ``asyncio.run`` there, sync ones directly. A timed-out attempt (``step_timeout`` or the
-  tool's own ``timeout``) is cancelled in Ray (``ray.cancel``) and counts as failed.
+  tool's own ``timeout``) counts as failed and its task is cancelled with
+  ``ray.cancel(force=True)``: the worker process is killed (a running sync call ignores Ray's
+  gentle cancel - measured: two stuck ``time.sleep(30)`` tasks held both CPUs of a 2-CPU instance
+  for 30 s) and Ray starts a fresh one. So is a task whose run is stopped.
 - steps run by a sub-agent (``step_agent``, or an agent used as a tool) stay in the caller: they
   are model calls that stream events, and a model (a loaded GGUF file, an HTTP client) is neither
   cheap nor always possible to ship.
@@ -130,6 +133,6 @@ class RayTools:
 
     def _cancel(self, ref: Any) -> None:
         try:
-            self.ray.cancel(ref)
+            self.ray.cancel(ref, force=True)  # a running sync call ignores the gentle cancel
         except Exception:  # noqa: BLE001 - already finished, or the cluster is gone
             pass
