@@ -297,3 +297,22 @@ def test_importing_tao_and_the_plan_agent_does_not_import_ray():
     code = ("import sys, tao, tao.agents.plan; from tao import PlanExecuteAgent; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_streamed_plan_and_an_agent_tool_work_with_ray_too():
+    from tao.plan import agent_as_tool
+
+    inner = ReActAgent(ScriptedModel([tool_call("calculator", operation="multiply", a=6, b=7), "42"]),
+                       [calculator])
+    helper = agent_as_tool(inner, "helper", "A helper that can calculate")  # runs in the caller
+    plan = {"steps": [step(1, "add", 40, 2),
+                      {"id": "step2", "description": "ask", "tool": "helper",
+                       "args": {"task": "What is 6 times 7?"}, "depends_on": []}],
+            "answer": "$step1 and $step2"}
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [calculator, helper], stream_plan=True,
+                             executor="ray")
+    result, events = run(agent, "two ways to 42")
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "42 and 42", 3, 3)
+    kinds = [e.kind for e in events]
+    assert kinds.index("step_started") < kinds.index("plan_created")  # started while streaming
+    assert {e.step_id for e in of(events, Nested)} == {"step2"}
