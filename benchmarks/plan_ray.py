@@ -33,7 +33,7 @@ from tao import ScriptedModel, tool
 from tao.agents.plan import PlanExecuteAgent
 
 sys.path.insert(0, str(Path(__file__).parent))
-from plan_dag import N, chain, fan  # noqa: E402
+from plan_dag import N, chain, fan
 
 
 @tool

@@ -20,10 +20,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call  # noqa: E402
-from tao.agents.plan import PlanExecuteAgent  # noqa: E402
-from tao.events import (FinalAnswer, Nested, PlanCreated, Replanned, StepFailed,  # noqa: E402
-                        StepFinished, StepRetried, StepSkipped, StepStarted)
+from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
+from tao.agents.plan import PlanExecuteAgent
+from tao.events import (FinalAnswer, Nested, PlanCreated, Replanned, StepFailed, StepFinished,
+                        StepRetried, StepSkipped, StepStarted)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -91,7 +91,7 @@ def test_the_seed_plan_gives_4_with_the_same_events_as_the_async_executor():
                          ("StepStarted", "step4"), ("StepFinished", "step4")]
     mine, theirs = comparable(events), comparable(results["async"][1])
     # step1 and step2 run at once: which finishes first may differ; nothing else may
-    key = lambda d: json.dumps(d, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    key = lambda d: json.dumps(d, sort_keys=True, ensure_ascii=False)
     assert sorted(mine, key=key) == sorted(theirs, key=key)
     assert [d["type"] for d in mine] == [d["type"] for d in theirs]
 

@@ -49,9 +49,15 @@ def runs(step: dict[str, Any]) -> str:
     """What runs a step: ``calculator(operation="add", a=$step1, b=$step2)`` or ``agent: ...``."""
     if step.get("tool") is None:
         return f"agent: {_cut(step.get('instruction') or '', WIDTH)}"
-    args = ", ".join(f"{k}={v if isinstance(v, str) and v.startswith('$') else json.dumps(v, ensure_ascii=False, default=str)}"
-                     for k, v in (step.get("args") or {}).items())
+    args = ", ".join(f"{k}={_arg(v)}" for k, v in (step.get("args") or {}).items())
     return f"{step['tool']}({_cut(args)})"
+
+
+def _arg(value: Any) -> str:
+    """An argument as a step line shows it: ``$step1`` bare, anything else as JSON."""
+    if isinstance(value, str) and value.startswith("$"):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def nested_line(event: Event) -> str | None:
@@ -62,7 +68,8 @@ def nested_line(event: Event) -> str | None:
     if kind is Thought:
         return f"Thought: {_cut(event.text)}"
     if kind is Action:
-        return f"Action: {event.call.name} {_cut(json.dumps(event.call.arguments, ensure_ascii=False, default=str))}"
+        args = json.dumps(event.call.arguments, ensure_ascii=False, default=str)
+        return f"Action: {event.call.name} {_cut(args)}"
     if kind is Observation:
         return f"Observation{' (error)' if event.is_error else ''}: {_cut(event.content)}"
     if kind is CodeExecution:
@@ -106,7 +113,9 @@ class PlanView:
         from rich.console import Console
 
         self.console = console if console is not None else Console()
-        self.live = (self.console.is_terminal and not self.console.is_dumb_terminal) if live is None else live
+        if live is None:
+            live = self.console.is_terminal and not self.console.is_dumb_terminal
+        self.live = live
         self.steps: dict[str, _Step] = {}
         self.plans: list[tuple[str, list[str]]] = []  # (title, step ids) per plan
         self.answer: str | None = None
@@ -120,9 +129,10 @@ class PlanView:
         with self._lock:
             line = self._apply(event)
         if self.live:
-            if type(event) in (FinalAnswer, Error, RunFinished) and not getattr(event, "recoverable", False):
+            kind = type(event)
+            if kind in (FinalAnswer, Error, RunFinished) and not getattr(event, "recoverable", False):
                 self._stop()
-            elif type(event) in (TurnStarted, PlanCreated, Replanned, StepStarted) and self._live is None:
+            elif kind in (TurnStarted, PlanCreated, Replanned, StepStarted) and self._live is None:
                 self._start()
             elif self._live is not None:
                 self._live.refresh()
@@ -144,7 +154,6 @@ class PlanView:
     def __rich__(self) -> Any:
         """The whole view now: every plan with its steps' marks (what the live display draws)."""
         from rich.console import Group
-
         from rich.text import Text
 
         with self._lock:
@@ -169,7 +178,8 @@ class PlanView:
         if kind in (PlanCreated, Replanned, FinalAnswer, Error):
             self.writing = None
         if kind is RunStarted:
-            return Text.assemble(("Task: ", "bold"), event.task, (f"  ({event.agent} · {event.model})", "dim"))
+            return Text.assemble(("Task: ", "bold"), event.task,
+                                 (f"  ({event.agent} · {event.model})", "dim"))
         if kind in (PlanCreated, Replanned):
             ids = []
             for info in event.steps:
@@ -179,11 +189,15 @@ class PlanView:
                 else:
                     self.steps[info["id"]] = _Step(info)
             if kind is PlanCreated:
-                title = f"Plan · {len(ids)} steps" + (f" · answer: {event.answer}" if event.answer else "")
-                streamed = [i for i in self.steps if i not in ids]  # from a streamed reply that broke off
+                title = f"Plan · {len(ids)} steps"
+                if event.answer:
+                    title += f" · answer: {event.answer}"
+                # steps of a streamed reply that broke off part-way ran all the same: keep them
+                streamed = [i for i in self.steps if i not in ids]
                 self.plans.append((title, streamed + ids))
             else:
-                title = f"Re-plan {event.replan} · {len(ids)} steps · because {_cut(event.reason, 80)}"
+                title = (f"Re-plan {event.replan} · {len(ids)} steps · "
+                         f"because {_cut(event.reason, 80)}")
                 self.plans.append((title, ids))
             return None
         if kind is Nested:
@@ -200,7 +214,9 @@ class PlanView:
             self.answer = event.text
             return Text.assemble(("Final Answer: ", "bold green"), (event.text, "bold"))
         if kind is Error:
-            return Text.assemble(("Warning: " if event.recoverable else "Error: ", "bold yellow" if event.recoverable else "bold red"), event.message)
+            if event.recoverable:
+                return Text.assemble(("Warning: ", "bold yellow"), event.message)
+            return Text.assemble(("Error: ", "bold red"), event.message)
         if kind is RunFinished:
             r = event.result
             counts = {s: sum(1 for st in self.steps.values() if st.status == s) for s in MARKS}
@@ -212,7 +228,6 @@ class PlanView:
         return None
 
     def _step_event(self, event: Any) -> Any:
-        from rich.text import Text
 
         st = self.steps.get(event.step_id)
         if st is None:  # a streamed plan's step: it starts before PlanCreated
@@ -235,7 +250,8 @@ class PlanView:
             return self._log_line(st, f"{event.duration_s:.2f} s → {_cut(event.result)}")
         if kind is StepRetried:
             st.status, st.detail = "retrying", event.error
-            return self._log_line(st, f"attempt {event.attempt} failed: {_cut(event.error)}; retry in {event.delay_s:.2f} s")
+            return self._log_line(st, f"attempt {event.attempt} failed: {_cut(event.error)}; "
+                                      f"retry in {event.delay_s:.2f} s")
         if kind is StepFailed:
             st.status, st.detail = "failed", event.error
             if st.started is not None:
