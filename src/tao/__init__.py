@@ -4,6 +4,7 @@
 """
 
 from .agents.base import Agent, Result
+from .agents.codeact import CodeActAgent
 from .agents.react import ReActAgent
 from .events import Event
 from .messages import Message, ToolCall, Usage
@@ -17,7 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
-    "calculate", "calculator", "PlanExecuteAgent",
+    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.

@@ -1,0 +1,257 @@
+"""The CodeAct loop, driven by the public ScriptedModel against a real sandbox (bwrap where it
+works, else the subprocess backend): exact turns, executions, events and observations.
+
+The scripts read the observations they are sent, the way a model would, so every number after
+the first reply comes from code the sandbox really ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tao import Message, ScriptedModel, tool
+from tao.agents.codeact import CodeActAgent
+from tao.events import (CodeExecution, Error, ExecutionFinished, FinalAnswer, RunFinished,
+                        RunStarted, Thought, TokenDelta, TurnStarted, event_from_dict)
+from tao.tools.arithmetic import ARITHMETIC, add, avg, divide, subtract, sum_
+
+XIAOMING = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
+
+
+def last_observation(messages: list[Message]) -> str:
+    for m in reversed(messages):
+        if m.role == "user" and m.content.startswith(("Observation:\n", "执行结果：\n")):
+            return m.content.split("\n", 1)[1]
+    raise AssertionError("no observation sent to the model yet")
+
+
+def run(agent: CodeActAgent, task: str):
+    events: list = []
+    result = agent.run(task, sinks=[events.append])
+    return result, events
+
+
+def test_seed_xiaoming_two_turns_one_execution():
+    model = ScriptedModel([
+        "先算书和笔一共花了多少钱，再从 50 元里减去。\n```python\n"
+        "spent = add(multiply(3, 12), multiply(2, 5))\nleft = subtract(50, spent)\nprint(left)\n```",
+        lambda messages: f"他还剩 {last_observation(messages)} 元。",
+    ])
+    result, events = run(CodeActAgent(model), XIAOMING)
+    assert result.ok and result.answer == "他还剩 4 元。"
+    assert (result.turns, result.tool_calls) == (2, 1)
+    kinds = [type(e) for e in events if type(e) is not TokenDelta]
+    assert kinds == [RunStarted, TurnStarted, Thought, CodeExecution, ExecutionFinished,
+                     TurnStarted, FinalAnswer, RunFinished]
+    code, done = events[3 + 1], events[4 + 1]  # after the streamed token
+    assert isinstance(code, CodeExecution) and "subtract(50, spent)" in code.code
+    assert isinstance(done, ExecutionFinished)
+    assert (done.stdout, done.error, done.observation, done.turn) == ("4\n", None, "4", 1)
+    assert done.duration_s > 0
+    # the prompt followed the task's language and listed the seed's helpers
+    system = model.calls[0][0].content
+    assert "代码" in system and "final_answer(结果)" in system
+    for name in ("add(", "subtract(", "multiply(", "divide(", "sum(", "avg(", "final_answer("):
+        assert name in system
+
+
+def test_state_persists_across_turns():
+    model = ScriptedModel([
+        "```python\nbooks = 3 * 12\npens = 2 * 5\n```",
+        "```python\nprint(50 - books - pens)\n```",
+        lambda messages: f"He has {last_observation(messages)} left.",
+    ])
+    result, events = run(CodeActAgent(model), "How much is left?")
+    assert result.answer == "He has 4 left." and (result.turns, result.tool_calls) == (3, 2)
+    first = [e for e in events if isinstance(e, ExecutionFinished)][0]
+    assert first.observation == "[no output]"
+
+
+def test_failing_code_is_read_and_fixed():
+    def fix(messages):
+        seen = last_observation(messages)
+        assert "NameError" in seen and "totl" in seen and "Traceback" in seen
+        assert "_worker" not in seen and "tao" not in seen  # trimmed to the model's own lines
+        return "A typo.\n```python\nprint(total * 2)\n```"
+
+    model = ScriptedModel([
+        "```python\ntotal = 21\nprint(totl * 2)\n```",
+        fix,
+        lambda messages: f"The result is {last_observation(messages)}.",
+    ])
+    result, events = run(CodeActAgent(model), "Double 21")
+    assert result.answer == "The result is 42." and result.tool_calls == 2
+    runs = [e for e in events if isinstance(e, ExecutionFinished)]
+    assert runs[0].error and "NameError" in runs[0].error and runs[1].error is None
+
+
+@tool
+def price_of(item: str) -> dict:
+    """The unit price and currency of an item in the shop.
+
+    Args:
+        item: the item's name
+    """
+    prices = {"book": 12, "pen": 5}
+    if item not in prices:
+        raise KeyError(f"no such item: {item}")
+    return {"price": prices[item], "currency": "CNY"}
+
+
+def test_tool_bridge_round_trip_and_tool_errors_raise_inside():
+    code = ("p = price_of('book')\nprint(type(p).__name__, p['price'] * 3, p['currency'])\n"
+            "try:\n    price_of('lamp')\nexcept ToolError as e:\n    print('failed:', e)\n")
+    model = ScriptedModel([f"```python\n{code}```",
+                           lambda messages: last_observation(messages)])
+    agent = CodeActAgent(model, [price_of])
+    result, _ = run(agent, "What do 3 books cost?")
+    lines = result.answer.splitlines()
+    assert lines[0] == "dict 36 CNY"
+    assert lines[1].startswith("failed:") and "no such item: lamp" in lines[1]
+    system = model.calls[0][0].content
+    assert "price_of(item: str)" in system and "unit price and currency" in system
+
+
+def test_final_answer_in_code_ends_the_run_in_one_turn():
+    model = ScriptedModel(["```python\nleft = 50 - 3 * 12 - 2 * 5\nfinal_answer(left)\n"
+                           "print('never')\n```"])
+    result, events = run(CodeActAgent(model), XIAOMING)
+    assert result.ok and result.answer == "4" and (result.turns, result.tool_calls) == (1, 1)
+    assert [e.text for e in events if isinstance(e, FinalAnswer)] == ["4"]
+    done = next(e for e in events if isinstance(e, ExecutionFinished))
+    assert "never" not in done.stdout
+
+
+def test_final_answer_with_text_and_a_float():
+    result, _ = run(CodeActAgent(ScriptedModel(["```python\nfinal_answer(f'{7 / 2} km')\n```"])), "x")
+    assert result.answer == "3.5 km"
+    result, _ = run(CodeActAgent(ScriptedModel(["```python\nfinal_answer(26.0)\n```"])), "x")
+    assert result.answer == "26"
+
+
+def test_plain_text_answer_without_code_and_label_stripped():
+    result, events = run(CodeActAgent(ScriptedModel(["Final Answer: 42"])), "What is 6 * 7?")
+    assert result.answer == "42" and (result.turns, result.tool_calls) == (1, 0)
+    assert not [e for e in events if isinstance(e, CodeExecution)]
+
+
+def test_several_blocks_run_in_order_and_a_failure_skips_the_rest():
+    model = ScriptedModel([
+        "```python\nx = 2\n```\nthen\n```python\nprint(x + 1)\n```",
+        "```python\n1 / 0\n```\n```python\nprint('not run')\n```",
+        lambda messages: "done: " + last_observation(messages).replace("\n", " | "),
+    ])
+    agent = CodeActAgent(model)
+    result, events = run(agent, "go")
+    assert result.tool_calls == 3  # the skipped block did not run
+    assert [e.index for e in events if isinstance(e, CodeExecution)] == [1, 2, 1]
+    assert last_observation(model.calls[1]) == "3"
+    second = last_observation(model.calls[2])
+    assert "ZeroDivisionError" in second and "1 block(s) after it" in second
+    assert "not run" not in second.replace("did not run", "")
+
+
+def test_empty_reply_is_corrected_and_the_run_goes_on():
+    model = ScriptedModel(["", "Four."])
+    result, events = run(CodeActAgent(model), "2 + 2?")
+    assert result.answer == "Four." and result.turns == 2
+    errors = [e for e in events if isinstance(e, Error)]
+    assert len(errors) == 1 and errors[0].recoverable
+    assert model.calls[1][-1].content.startswith("Your reply was empty")
+
+
+def test_turn_budget():
+    model = ScriptedModel(["```python\nprint(1)\n```"] * 2)
+    result, _ = run(CodeActAgent(model, max_turns=2), "loop")
+    assert result.status == "max_turns" and result.answer is None and result.tool_calls == 2
+    with pytest.raises(ValueError):
+        CodeActAgent(model, max_turns=0)
+
+
+def test_a_given_sandbox_is_reused_across_runs_and_left_open():
+    from tao.sandbox import get_sandbox
+
+    async def main():
+        async with get_sandbox() as sandbox:
+            agent = CodeActAgent(ScriptedModel(["```python\nmemo = 'kept'\n```", "ok"]),
+                                 sandbox=sandbox)
+            await agent.arun("remember")
+            agent = CodeActAgent(ScriptedModel(["```python\nprint(memo, add(1, 2))\n```",
+                                                lambda m: last_observation(m)]), sandbox=sandbox)
+            result = await agent.arun("recall")
+            assert result.answer == "kept 3"
+            again = await sandbox.execute("print(memo)")  # still open after both runs
+            assert again.stdout == "kept\n"
+
+    asyncio.run(main())
+
+
+def test_own_sandbox_is_closed_at_the_end(monkeypatch):
+    import tao.sandbox as sandboxes
+
+    made = []
+    real = sandboxes.get_sandbox
+
+    def spy(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(sandboxes, "get_sandbox", spy)
+    result, _ = run(CodeActAgent(ScriptedModel(["```python\nprint(1)\n```", "1"])), "one")
+    assert result.ok and len(made) == 1 and made[0]._closed
+    assert "add" in made[0].tool_names
+
+
+def test_a_model_failure_ends_the_run_with_error_status():
+    result, events = run(CodeActAgent(ScriptedModel([])), "nothing scripted")
+    assert result.status == "error" and "ScriptExhausted" in result.error
+    assert isinstance(events[-1], RunFinished)
+
+
+def test_prompt_in_both_languages_lists_tools_with_docstrings():
+    agent = CodeActAgent(ScriptedModel([]), [price_of])
+    for lang, marker in (("en", "Example:"), ("zh", "示例：")):
+        prompt = agent.prompt(lang)
+        assert marker in prompt and "```python" in prompt and "final_answer(" in prompt
+        assert "avg(numbers: list)" in prompt and "The average" in prompt
+    assert "小明" not in agent.prompt("zh")  # the example is unlike the seed task
+    assert CodeActAgent(ScriptedModel([]), helpers=False).toolbox.names == []
+    # a tool the user gives wins over a helper of the same name
+    @tool
+    def add(x: str, y: str) -> str:
+        """Concatenate."""
+        return x + y
+    agent = CodeActAgent(ScriptedModel([]), [add])
+    assert agent.toolbox["add"] is add and agent.toolbox.names.count("add") == 1
+
+
+def test_model_kwargs_grammar_only_where_enforced():
+    model = ScriptedModel([])
+    assert "grammar" not in CodeActAgent(model).model_kwargs()
+    model.supports_grammar = True
+    kwargs = CodeActAgent(model).model_kwargs()
+    assert kwargs["grammar"].startswith("root ::=") and kwargs["stop"]
+    assert '"\\n"? )?' in kwargs["grammar"]  # after an execution the block is optional
+    assert '"\\n"? )?' not in CodeActAgent(model).model_kwargs(first=True)["grammar"]
+
+
+def test_code_events_round_trip_through_json():
+    for e in (CodeExecution("print(1)", 2, 1),
+              ExecutionFinished("1\n", None, 2, 0.01, "", None, "1"),
+              ExecutionFinished("", "Traceback ...", 3, 0.5, "warn", "timeout", "...")):
+        assert event_from_dict(e.to_dict()) == e
+    assert CodeExecution("x", 1).to_dict()["type"] == "code"
+    assert ExecutionFinished("", None, 1).to_dict()["type"] == "execution"
+
+
+def test_arithmetic_helpers():
+    assert [t.name for t in ARITHMETIC] == ["add", "subtract", "multiply", "divide", "sum", "avg"]
+    assert subtract(50, 46) == 4 and isinstance(subtract(50, 46), int)
+    assert add(0.1, 0.2) == 0.3 and divide(7, 2) == 3.5
+    assert sum_([1, 2, 3.5]) == 6.5 and avg([2, 4, 9]) == 5
+    with pytest.raises(ZeroDivisionError):
+        divide(1, 0)
+    with pytest.raises(ValueError):
+        avg([])
