@@ -26,15 +26,19 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 def build(kind: str, model):
     if kind == "codeact":  # its own sandbox per run, started and closed inside the timed run
-        return CodeActAgent(model, [calculate, calculator], max_turns=6)
+        return CodeActAgent(model, [calculate, calculator], max_turns=5)
     return ReActAgent(model, [calculate, calculator], protocol="tools", max_turns=8)
 
 
-def suite(name: str, tasks: list[dict], kinds: list[str], model, summary: dict) -> None:
+def suite(name: str, tasks: list[dict], kinds: list[str], model, summary: dict,
+          budget_s: float = 0.0) -> None:
     for kind in kinds:
-        solved = turns = calls = tokens = 0
+        solved = turns = calls = tokens = done = 0
         seconds = 0.0
         for task in tasks:
+            if budget_s and seconds > budget_s:
+                break
+            done += 1
             t = time.perf_counter()
             r = build(kind, model).run(task["question"])
             dt = time.perf_counter() - t
@@ -47,7 +51,7 @@ def suite(name: str, tasks: list[dict], kinds: list[str], model, summary: dict) 
             answer = (r.answer or r.status).replace("\n", " ").replace("|", "/")[:50]
             print(f"| {name} | {kind} | {task['id']} | {'yes' if ok else 'no'} | {r.turns} | "
                   f"{r.tool_calls} | {r.usage.total_tokens} | {dt:.1f} | {answer} |", flush=True)
-        summary[(name, kind)] = (solved, len(tasks), turns, calls, tokens, seconds)
+        summary[(name, kind)] = (solved, done, turns, calls, tokens, seconds)
 
 
 def main() -> None:
@@ -55,6 +59,8 @@ def main() -> None:
     ap.add_argument("--tasks", default=str(DATA / "calculator_tasks.jsonl"))
     ap.add_argument("--gsm8k-file", default=str(DATA / "gsm8k" / "train_sample_200.jsonl"))
     ap.add_argument("--gsm8k", type=int, default=50, help="first N GSM8K problems (0: none)")
+    ap.add_argument("--gsm8k-budget", type=float, default=0.0,
+                    help="stop GSM8K after this many seconds (0: no limit); the table says how many ran")
     ap.add_argument("--agents", default="codeact,react")
     ap.add_argument("--limit", type=int, default=0, help="first N calculator tasks (0: all)")
     ap.add_argument("--skip-calculator", action="store_true")
@@ -68,7 +74,8 @@ def main() -> None:
     if not args.skip_calculator:
         suite("calculator", load_tasks(args.tasks)[: args.limit or None], kinds, model, summary)
     if args.gsm8k:
-        suite("gsm8k", load_tasks(args.gsm8k_file)[: args.gsm8k], ["codeact"], model, summary)
+        suite("gsm8k", load_tasks(args.gsm8k_file)[: args.gsm8k], ["codeact"], model, summary,
+              args.gsm8k_budget)
     print()
     print("| suite | agent | solved | turns | tool calls / executions | tokens | seconds |")
     print("|---|---|---|---|---|---|---|")

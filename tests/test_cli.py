@@ -243,3 +243,23 @@ def test_config_errors_at_the_first_model_call_exit_2(use_model, error):
     assert json.loads(res.stdout)["error"].startswith(type(error).__name__)
     res = runner.invoke(cli.app, ["run", "hello", "--quiet"])
     assert res.exit_code == 2 and str(error) in res.stderr
+
+
+def test_codeact_agent_shows_code_and_output(use_model, tmp_path):
+    use_model(ScriptedModel([
+        "Books and pens first.\n```python\nspent = add(multiply(3, 12), multiply(2, 5))\n"
+        "print(subtract(50, spent))\n```",
+        "He has 4 yuan left.",
+    ]))
+    path = tmp_path / "run.jsonl"
+    res = runner.invoke(cli.app, ["run", "How much is left?", "--agent", "codeact",
+                                  "--trace", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "Code:" in res.stdout and "print(subtract(50, spent))" in res.stdout
+    assert "Output:" in res.stdout and "\n4\n" in res.stdout
+    assert "Final Answer: He has 4 yuan left." in res.stdout
+    assert "2 turns, 1 execution" in res.stdout
+    kinds = [e.kind for e in read_trace(path)]
+    assert "code" in kinds and "execution" in kinds
+    agent = cli.build_agent("codeact", ScriptedModel([]), max_turns=3)
+    assert agent.name == "codeact" and agent.max_turns == 3 and "calculate" in agent.toolbox

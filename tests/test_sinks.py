@@ -215,3 +215,18 @@ def test_importing_tao_and_sinks_does_not_import_rich():
     code = ("import sys, tao, tao.sinks, tao.models.resolve; "
             "assert not {'rich', 'typer', 'openai'} & set(sys.modules), sys.modules.keys()")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_codeact_code_is_highlighted_and_a_failure_is_red():
+    from tao.agents.codeact import CodeActAgent
+
+    model = ScriptedModel(["```python\nprint(totl)\n```", "```python\nprint(6 * 7)\n```", "42"])
+    buf = io.StringIO()
+    CodeActAgent(model).run("What is 6 * 7?", sinks=[ConsoleSink(Console(
+        file=buf, width=100, force_terminal=True, color_system="truecolor"))])
+    out = buf.getvalue()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
+    assert "Code:" in plain and "1 print(totl)" in plain and "NameError" in plain
+    assert "\x1b[1;31mOutput:" in out  # the failed execution is red, the good one green
+    assert "\x1b[1;32mOutput:" in out
+    assert "3 turns, 2 executions" in plain

@@ -24,6 +24,7 @@ import typer
 
 from . import __version__
 from .agents.base import Agent, Result
+from .agents.codeact import CodeActAgent
 from .agents.react import ReActAgent
 from .errors import LocalModelError, ModelConfigError, TaoError
 from .models.base import Model
@@ -32,7 +33,7 @@ from .sinks.console import ConsoleSink
 from .sinks.jsonl import JsonlTrace
 from .tools.calculator import calculate, calculator
 
-AGENTS = ("react", "react-text")
+AGENTS = ("react", "react-text", "codeact")
 
 app = typer.Typer(
     name="tao", help="ReAct agents that show their work: Thought, Action, Observation.",
@@ -43,16 +44,20 @@ app = typer.Typer(
 class AgentKind(str, Enum):
     react = "react"
     react_text = "react-text"
+    codeact = "codeact"
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
-    """The agent ``--agent`` names, with the built-in calculators as its tools."""
+    """The agent ``--agent`` names, with the built-in calculators as its tools (CodeAct adds the
+    seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or ``$TAO_SANDBOX``)."""
     agent = getattr(agent, "value", agent)
     tools = [calculate, calculator]
     if agent == "react":
         return ReActAgent(model, tools, protocol="tools", max_turns=max_turns)
     if agent == "react-text":
         return ReActAgent(model, tools, protocol="text", max_turns=max_turns)
+    if agent == "codeact":
+        return CodeActAgent(model, tools, max_turns=max_turns)
     raise ValueError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
 
 
@@ -94,7 +99,8 @@ def _fail(message: str, code: int) -> typer.Exit:
 def run_command(
     task: Annotated[str, typer.Argument(help="The task or question, in any language.")],
     agent: Annotated[AgentKind, typer.Option(
-        "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol.",
+        "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol; "
+        "codeact: the model writes Python that runs in a sandbox.",
     )] = AgentKind.react,
     model: Annotated[str, typer.Option(
         "--model", "-m", help="auto | local | local-1.5b | openai | openai:NAME. auto uses the "
@@ -121,6 +127,8 @@ def run_command(
                           json_output=json_output, trace=trace, quiet=quiet)
     except KeyboardInterrupt:
         raise _fail("interrupted", 130) from None
+    except TaoError as e:  # e.g. SandboxUnavailable: no sandbox backend works here
+        raise _fail(f"error: {e}", 2) from None
     code = 0 if result.ok else 2 if _is_config_error(result.error) else 1
     if code and quiet and not json_output:
         why = result.error or f"no final answer after {result.turns} turns ({result.status})"

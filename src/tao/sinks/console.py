@@ -14,8 +14,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..lang import detect_language
-from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
-                      RunStarted, Thought, TokenDelta, TurnStarted)
+from ..events import (Action, CodeExecution, Error, Event, ExecutionFinished, FinalAnswer,
+                      ModelRetry, Observation, RunFinished, RunStarted, Thought, TokenDelta,
+                      TurnStarted)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,7 +25,7 @@ _TEXTS: dict[str, dict[str, str]] = {
     "zh": {
         "task": "任务：", "turn": "第 {n} 轮",
         "done": "完成", "max_turns": "未完成（已达轮数上限）", "error": "出错",
-        "summary": "{status}：{turns} 轮，{calls} 次工具调用{tokens}，{seconds:.2f} 秒",
+        "summary": "{status}：{turns} 轮，{calls} 次{calls_word}{tokens}，{seconds:.2f} 秒",
         "tokens": "，tokens {p}+{c}",
     },
     "en": {
@@ -57,6 +58,7 @@ class ConsoleSink:
         self.language = "en"
         self._partial = ""
         self._live: Any = None
+        self._codeact = False
 
     # -- the sink -----------------------------------------------------------------------------
 
@@ -75,6 +77,7 @@ class ConsoleSink:
         self._end_live()
         if kind is RunStarted:
             self.language = detect_language(event.task)
+            self._codeact = event.agent == "codeact"  # its Result.tool_calls counts executions
         if self.quiet:
             if kind is FinalAnswer:
                 self.console.print(event.text, markup=False, highlight=False, soft_wrap=True)
@@ -157,6 +160,19 @@ class ConsoleSink:
         else:
             self._line(("Observation: ", "bold green"), e.content)
 
+    def _code(self, e: CodeExecution) -> None:
+        from rich.syntax import Syntax
+
+        self._line(("Code:", "bold magenta"))
+        self.console.print(Syntax(e.code, "python", theme="ansi_dark", line_numbers=True,
+                                  word_wrap=True, background_color="default"))
+
+    def _execution(self, e: ExecutionFinished) -> None:
+        failed = e.error is not None or e.killed_reason is not None
+        label = ("Output: ", "bold red" if failed else "bold green")
+        self._line(label, (f"({e.duration_s * 1000:.0f} ms)", "dim"))
+        self._line((e.observation or e.stdout, "red" if failed else ""))
+
     def _final_answer(self, e: FinalAnswer) -> None:
         self._line(("Final Answer: ", "bold green"), (e.text, "bold"))
 
@@ -174,12 +190,18 @@ class ConsoleSink:
         line = t["summary"].format(
             status=t.get(r.status, r.status), turns=r.turns, calls=r.tool_calls, tokens=tokens,
             seconds=r.duration_s, turns_word="turn" if r.turns == 1 else "turns",
-            calls_word="tool call" if r.tool_calls == 1 else "tool calls",
+            calls_word=self._calls_word(r.tool_calls),
         )
         self._line((line, _STATUS_STYLE.get(r.status, "bold")))
+
+    def _calls_word(self, n: int) -> str:
+        if self.language == "zh":
+            return "代码执行" if self._codeact else "工具调用"
+        word = "execution" if self._codeact else "tool call"
+        return word if n == 1 else word + "s"
 
     _handlers = {
         RunStarted: _run_started, TurnStarted: _turn_started, Thought: _thought, Action: _action,
         Observation: _observation, FinalAnswer: _final_answer, Error: _error,
-        RunFinished: _run_finished,
+        RunFinished: _run_finished, CodeExecution: _code, ExecutionFinished: _execution,
     }
