@@ -176,7 +176,7 @@ def test_build_agent_and_run_task():
     assert isinstance(agent, ReActAgent) and agent.name == "react-text" and agent.max_turns == 4
     assert cli.build_agent("react", ScriptedModel([])).name == "react"
     with pytest.raises(ValueError, match="react-text"):
-        cli.build_agent("plan", ScriptedModel([]))
+        cli.build_agent("dask", ScriptedModel([]))
     console = Console(file=io.StringIO(), width=100)
     result = cli.run_task(XIAOMING, xiaoming_model(), console=console)
     assert (result.turns, result.tool_calls) == (5, 4)

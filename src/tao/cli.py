@@ -33,7 +33,7 @@ from .sinks.console import ConsoleSink
 from .sinks.jsonl import JsonlTrace
 from .tools.calculator import calculate, calculator
 
-AGENTS = ("react", "react-text", "codeact")
+AGENTS = ("react", "react-text", "codeact", "plan")
 
 app = typer.Typer(
     name="tao", help="ReAct agents that show their work: Thought, Action, Observation.",
@@ -45,6 +45,7 @@ class AgentKind(str, Enum):
     react = "react"
     react_text = "react-text"
     codeact = "codeact"
+    plan = "plan"
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
@@ -58,6 +59,10 @@ def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
         return ReActAgent(model, tools, protocol="text", max_turns=max_turns)
     if agent == "codeact":
         return CodeActAgent(model, tools, max_turns=max_turns)
+    if agent == "plan":
+        from .agents.plan import PlanExecuteAgent
+
+        return PlanExecuteAgent(model, tools)
     raise ValueError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
 
 
@@ -76,7 +81,12 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
             raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
                                      param_hint="'--trace'") from None
     if not json_output:
-        sinks.append(ConsoleSink(console, quiet=quiet))
+        if getattr(agent, "value", agent) == "plan" and not quiet:
+            from .sinks.plan_view import PlanView  # the DAG and its live progress
+
+            sinks.append(PlanView(console))
+        else:
+            sinks.append(ConsoleSink(console, quiet=quiet))
     try:
         result = runner.run(task, sinks)
     finally:
@@ -100,7 +110,8 @@ def run_command(
     task: Annotated[str, typer.Argument(help="The task or question, in any language.")],
     agent: Annotated[AgentKind, typer.Option(
         "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol; "
-        "codeact: the model writes Python that runs in a sandbox.",
+        "codeact: the model writes Python that runs in a sandbox; plan: Plan-and-Execute (the "
+        "plan's DAG drawn with its live progress).",
     )] = AgentKind.react,
     model: Annotated[str, typer.Option(
         "--model", "-m", help="auto | local | local-1.5b | openai | openai:NAME. auto uses the "
@@ -144,6 +155,37 @@ _CONFIG_ERRORS = (LocalModelError, ModelConfigError)
 def _is_config_error(error: str | None) -> bool:
     # Result.error is "ExceptionType: message" (see ReActAgent.stream)
     return bool(error) and error.split(":", 1)[0] in {c.__name__ for c in _CONFIG_ERRORS}
+
+
+@app.command("compare")
+def compare_command(
+    task: Annotated[str, typer.Argument(help="The task or question, in any language.")],
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="auto | local | local-1.5b | openai | openai:NAME (as for run).",
+    )] = "auto",
+    agents: Annotated[str, typer.Option(
+        "--agents", help="Comma-separated agents to compare: react, react-text, codeact, plan.",
+    )] = "react,codeact,plan",
+    json_output: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Run ReAct, CodeAct and Plan-and-Execute on TASK in turn; print them side by side."""
+    from .compare import compare, render_table
+
+    try:
+        chosen = resolve_model(model)
+    except (TaoError, ValueError) as e:
+        raise _fail(f"error: {e}", 2) from None
+    try:
+        rows = compare(task, chosen, [a.strip() for a in agents.split(",") if a.strip()])
+    except ValueError as e:
+        raise _fail(f"error: {e}", 2) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted", 130) from None
+    if json_output:
+        typer.echo(json.dumps([r.to_dict() for r in rows], ensure_ascii=False))
+    else:
+        render_table(rows, title=task)
+    raise typer.Exit(0 if all(r.status == "done" for r in rows if r.note is None) else 1)
 
 
 @app.command("version")
