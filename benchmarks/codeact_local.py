@@ -71,11 +71,14 @@ def main() -> None:
     summary: dict = {}
     print("| suite | agent | task | solved | turns | calls/executions | tokens | seconds | answer |")
     print("|---|---|---|---|---|---|---|---|---|")
-    if not args.skip_calculator:
-        suite("calculator", load_tasks(args.tasks)[: args.limit or None], kinds, model, summary)
-    if args.gsm8k:
+    calc = load_tasks(args.tasks)[: args.limit or None]
+    if not args.skip_calculator and "codeact" in kinds:
+        suite("calculator", calc, ["codeact"], model, summary)
+    if args.gsm8k and "codeact" in kinds:
         suite("gsm8k", load_tasks(args.gsm8k_file)[: args.gsm8k], ["codeact"], model, summary,
               args.gsm8k_budget)
+    if not args.skip_calculator and "react" in kinds:  # last: BENCHMARKS.md has older ReAct rows
+        suite("calculator", calc, ["react"], model, summary)
     print()
     print("| suite | agent | solved | turns | tool calls / executions | tokens | seconds |")
     print("|---|---|---|---|---|---|---|")

@@ -109,12 +109,15 @@ def _clean(body: list[str], indent: int) -> str:
 #: optional (asked freely, the 0.5B model answered from memory in most replies, and miscounted);
 #: otherwise the reply may be that one line alone - the answer.
 _NO_FENCE = '( [^`] | "`" [^`] | "``" [^`] )'
+#: The line is bounded: unbounded, the 0.5B model once rambled on one line until ``max_tokens``
+#: and never reached its code.
+LINE_CHARS = 300
 
 
 def reply_grammar(code_required: bool = False) -> str:
     block = '"\\n" fence code "```" "\\n"?'
     return (f"root ::= line ( {block} ){'' if code_required else '?'}\n"
-            "line ::= [^`\\n]*\n"
+            f"line ::= [^`\\n]{{0,{LINE_CHARS}}}\n"
             f"code ::= {_NO_FENCE}*\n"
             'fence ::= "```" ( "python" | "py" )? "\\n"\n')
 
