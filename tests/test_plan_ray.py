@@ -230,7 +230,8 @@ def test_wall_time_follows_the_critical_path_not_the_sum(tool_name):
         assert result.answer == "s6 s3 s1 s2 s5 s4"
     elapsed = min(timings[1:])
     durations = {e.step_id: round(e.duration_s, 3) for e in of(events, StepFinished)}
-    assert 0.6 <= elapsed < 0.95, f"critical path 0.6 s, sum 1.2 s, took {timings} ({durations})"
+    # below the 1.2 s a serial run cannot beat; the margin over 0.6 s absorbs a loaded machine
+    assert 0.6 <= elapsed < 1.15, f"critical path 0.6 s, sum 1.2 s, took {timings} ({durations})"
     started = {e.step_id: i for i, e in enumerate(events) if type(e) is StepStarted}
     finished = {e.step_id: i for i, e in enumerate(events) if type(e) is StepFinished}
     assert started["step5"] < finished["step3"]  # event-driven, not level by level
