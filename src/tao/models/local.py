@@ -10,6 +10,7 @@ The chat template is the GGUF's own. Weights load once per process and are share
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import threading
@@ -26,6 +27,17 @@ from .base import Chunk, Model, ModelResponse, ToolSpec
 from .gguf_store import KNOWN, ensure_gguf
 
 _LOADED: dict[tuple, Any] = {}
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the weights before the interpreter tears down llama_cpp's module globals (otherwise
+    ``Llama.__del__`` runs late and prints an ignored TypeError at exit)."""
+    while _LOADED:
+        _, llm = _LOADED.popitem()
+        close = getattr(llm, "close", None)
+        if close is not None:
+            close()
 _LOAD_LOCK = threading.Lock()
 _DONE = object()
 
