@@ -255,3 +255,38 @@ def test_arithmetic_helpers():
         divide(1, 0)
     with pytest.raises(ValueError):
         avg([])
+
+
+class GrammarScriptedModel(ScriptedModel):
+    """A ScriptedModel that says it enforces grammars and records the grammar of each call."""
+
+    supports_grammar = True
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.grammars: list[str | None] = []
+
+    def stream(self, messages, **kwargs):
+        self.grammars.append(kwargs.get("grammar"))
+        return super().stream(messages, **kwargs)
+
+
+def test_grammar_per_turn_code_first_answer_after_clean_output_fix_after_error():
+    model = GrammarScriptedModel([
+        "```python\nprint(totl)\n```",        # turn 1: code required
+        "```python\nx = 6 * 7\nprint(x)\n```",  # turn 2: after an error, code or answer
+        "42",                                  # turn 3: after clean output, the answer line only
+    ])
+    result, _ = run(CodeActAgent(model), "6 * 7?")
+    assert result.answer == "42" and result.turns == 3
+    first, after_error, after_output = model.grammars
+    assert "fence" in first and '"\\n"? )\n' in first          # the block is not optional
+    assert "fence" in after_error and '"\\n"? )?\n' in after_error
+    assert "fence" not in after_output and "`" in after_output  # no block can be opened
+
+
+def test_a_silent_block_leaves_code_allowed():
+    model = GrammarScriptedModel(["```python\nx = 2\n```", "```python\nprint(x)\n```", "2"])
+    result, _ = run(CodeActAgent(model), "x?")
+    assert result.answer == "2"
+    assert "fence" in model.grammars[1] and "fence" not in model.grammars[2]

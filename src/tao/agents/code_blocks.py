@@ -112,12 +112,19 @@ _NO_FENCE = '( [^`] | "`" [^`] | "``" [^`] )'
 #: The line is bounded: unbounded, the 0.5B model once rambled on one line until ``max_tokens``
 #: and never reached its code.
 LINE_CHARS = 300
+#: Lines of plan the model may write before its block: the 0.5B model reasons in a numbered list
+#: first, and held to one line it got more problems wrong (4/9 vs ...).
+PROSE_LINES = 12
 
 
-def reply_grammar(code_required: bool = False) -> str:
-    block = '"\\n" fence code "```" "\\n"?'
-    return (f"root ::= line ( {block} ){'' if code_required else '?'}\n"
+def reply_grammar(code_required: bool = False, code_allowed: bool = True) -> str:
+    """``code_allowed=False``: the reply is the one line alone (the answer)."""
+    if not code_allowed:
+        return f"root ::= line\nline ::= [^`\\n]{{1,{LINE_CHARS}}}\n"
+    block = 'prose fence code "```" "\\n"?'
+    return (f"root ::= line ( \"\\n\" {block} ){'' if code_required else '?'}\n"
             f"line ::= [^`\\n]{{0,{LINE_CHARS}}}\n"
+            f"prose ::= ( line \"\\n\" ){{0,{PROSE_LINES}}}\n"
             f"code ::= {_NO_FENCE}*\n"
             'fence ::= "```" ( "python" | "py" )? "\\n"\n')
 

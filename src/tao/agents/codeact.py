@@ -69,14 +69,17 @@ class CodeActAgent(Agent):
         example = prompts.table("codeact")["example"][lang].rstrip()
         return prompts.render(prompts.template("codeact", lang), functions=funcs, example=example)
 
-    def model_kwargs(self, first: bool = False) -> dict[str, Any]:
+    def model_kwargs(self, first: bool = False, answer: bool = False) -> dict[str, Any]:
         """An API model writes plain text, stopped before an invented observation. The embedded
-        model is held by a grammar to a short thought + at most one block, ending at its closing
-        fence; until its ``first`` execution the block is required (asked freely, the 0.5B model
-        answered from memory in most replies - and miscounted: 6/16 on the calculator tasks)."""
+        model is held by a grammar to one line of thought + one block ending at its closing
+        fence. Measured with the 0.5B model on the calculator tasks: asked freely it answered
+        from memory (6/16), so the block is required until the ``first`` execution; and after a
+        block that ran cleanly and printed, it wrote more code instead of answering (runs to
+        ``max_turns``), so then the reply must be the ``answer`` line. A block that failed may
+        be followed by a fix."""
         kwargs: dict[str, Any] = {"stop": ["\nObservation:", "\n执行结果："]}
         if self.model.supports_grammar:
-            kwargs["grammar"] = reply_grammar(code_required=first)
+            kwargs["grammar"] = reply_grammar(code_required=first, code_allowed=not answer)
         return kwargs
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
@@ -91,7 +94,7 @@ class CodeActAgent(Agent):
             sandbox = get_sandbox(tools=self.toolbox)  # a backend that cannot run raises here
         else:
             sandbox.set_tools(self.toolbox)
-        usage, executions, turn = Usage(), 0, 0
+        usage, executions, turn, answer_next = Usage(), 0, 0, False
         answer, status, error = None, "max_turns", None
         yield RunStarted(task, self.name, self.model.name)
         try:
@@ -101,7 +104,7 @@ class CodeActAgent(Agent):
                 turn += 1
                 yield TurnStarted(turn)
                 response = None
-                kwargs = self.model_kwargs(first=executions == 0)
+                kwargs = self.model_kwargs(executions == 0, answer_next)
                 async for chunk in self.model.stream(messages, **kwargs):
                     if type(chunk) is str:
                         yield TokenDelta(chunk, turn)
@@ -141,6 +144,7 @@ class CodeActAgent(Agent):
                 if answer is not None:
                     yield FinalAnswer(answer, turn)
                     break
+                answer_next = res.ok and bool(res.stdout.strip())
                 content = "\n".join(o for o in outputs if o != "[no output]") or outputs[0]
                 messages.append(Message.user(prompts.render(texts["observation"], content=content)))
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
