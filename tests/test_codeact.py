@@ -132,6 +132,8 @@ def test_final_answer_with_text_and_a_float():
 
 
 def test_plain_text_answer_without_code_and_label_stripped():
+    result, _ = run(CodeActAgent(ScriptedModel(["执行结果：42 元。"])), "6 * 7 元?")
+    assert result.answer == "42 元。"
     result, events = run(CodeActAgent(ScriptedModel(["Final Answer: 42"])), "What is 6 * 7?")
     assert result.answer == "42" and (result.turns, result.tool_calls) == (1, 0)
     assert not [e for e in events if isinstance(e, CodeExecution)]
@@ -230,9 +232,10 @@ def test_prompt_in_both_languages_lists_tools_with_docstrings():
 def test_model_kwargs_grammar_only_where_enforced():
     model = ScriptedModel([])
     assert "grammar" not in CodeActAgent(model).model_kwargs()
+    assert CodeActAgent(model).model_kwargs()["stop"]
     model.supports_grammar = True
     kwargs = CodeActAgent(model).model_kwargs()
-    assert kwargs["grammar"].startswith("root ::=") and kwargs["stop"]
+    assert kwargs["grammar"].startswith("root ::=") and "stop" not in kwargs
     assert '"\\n"? )?' in kwargs["grammar"]  # after an execution the block is optional
     assert '"\\n"? )?' not in CodeActAgent(model).model_kwargs(first=True)["grammar"]
 

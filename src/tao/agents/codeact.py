@@ -24,7 +24,7 @@ from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, Result, detect_language
 from .code_blocks import reply_grammar, split_reply
 
-_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final answer|answer|reply|最终答案|答案|回复|回答)(?:\*\*)?\s*[:：]\s*",
+_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final answer|answer|reply|observation|最终答案|答案|回复|回答|执行结果)(?:\*\*)?\s*[:：]\s*",
                     re.IGNORECASE)
 
 
@@ -77,10 +77,10 @@ class CodeActAgent(Agent):
         block that ran cleanly and printed, it wrote more code instead of answering (runs to
         ``max_turns``), so then the reply must be the ``answer`` line. A block that failed may
         be followed by a fix."""
-        kwargs: dict[str, Any] = {"stop": ["\nObservation:", "\n执行结果："]}
-        if self.model.supports_grammar:
-            kwargs["grammar"] = reply_grammar(code_required=first, code_allowed=not answer)
-        return kwargs
+        if self.model.supports_grammar:  # no stop sequences: the 0.5B model wrote a made-up
+            # "执行结果：" into its plan, the stop cut the reply there, and its code never came
+            return {"grammar": reply_grammar(code_required=first, code_allowed=not answer)}
+        return {"stop": ["\nObservation:", "\n执行结果："]}
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
         start = time.perf_counter()
