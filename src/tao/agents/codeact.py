@@ -79,7 +79,8 @@ class CodeActAgent(Agent):
         be followed by a fix."""
         if self.model.supports_grammar:  # no stop sequences: the 0.5B model wrote a made-up
             # "执行结果：" into its plan, the stop cut the reply there, and its code never came
-            return {"grammar": reply_grammar(code_required=first, code_allowed=not answer)}
+            return {"grammar": reply_grammar(code_required=first, code_allowed=not answer),
+                    "max_tokens": 1024}  # the bounded plan (≤ 1,200 characters) + the code
         return {"stop": ["\nObservation:", "\n执行结果："]}
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
