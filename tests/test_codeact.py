@@ -13,8 +13,18 @@ import pytest
 
 from tao import Message, ScriptedModel, tool
 from tao.agents.codeact import CodeActAgent
-from tao.events import (CodeExecution, Error, ExecutionFinished, FinalAnswer, RunFinished,
-                        RunStarted, Thought, TokenDelta, TurnStarted, event_from_dict)
+from tao.events import (
+    CodeExecution,
+    Error,
+    ExecutionFinished,
+    FinalAnswer,
+    RunFinished,
+    RunStarted,
+    Thought,
+    TokenDelta,
+    TurnStarted,
+    event_from_dict,
+)
 from tao.tools.arithmetic import ARITHMETIC, add, avg, divide, subtract, sum_
 
 XIAOMING = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tao.agents.code_blocks import REPLY_GRAMMAR, extract_code, reply_grammar, split_reply
+from tao.agents.code_blocks import (
+    REPLY_GRAMMAR,
+    extract_code,
+    reply_grammar,
+    split_reply,
+)
 
 
 @pytest.mark.parametrize("fence", ["```python", "```py", "```", "```Python", "```python3",

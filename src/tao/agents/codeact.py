@@ -15,8 +15,19 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from .. import prompts
-from ..events import (CodeExecution, Error, Event, ExecutionFinished, FinalAnswer, ModelRetry,
-                      RunFinished, RunStarted, Thought, TokenDelta, TurnStarted)
+from ..events import (
+    CodeExecution,
+    Error,
+    Event,
+    ExecutionFinished,
+    FinalAnswer,
+    ModelRetry,
+    RunFinished,
+    RunStarted,
+    Thought,
+    TokenDelta,
+    TurnStarted,
+)
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.arithmetic import ARITHMETIC

@@ -13,11 +13,13 @@ whatever it prints into its answer. ``sum`` and ``avg`` take a list, so inside t
 
 from __future__ import annotations
 
+import math
+
 from .base import tool
 
 
 def _tidy(x: float) -> int | float:
-    if isinstance(x, float) and x == x and abs(x) != float("inf"):
+    if isinstance(x, float) and math.isfinite(x):
         x = float(f"{x:.12g}")
         if x.is_integer() and abs(x) < 2**53:
             return int(x)
