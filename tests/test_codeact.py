@@ -11,7 +11,13 @@ import asyncio
 
 import pytest
 
-from tao import Message, ScriptedModel, tool
+try:
+    from codeact_scripts import last_observation
+except ImportError:  # tests/ became a package
+    from .codeact_scripts import last_observation
+
+from tao import ScriptedModel, prompts, tool
+from tao.agents.code_blocks import CODE_GRAMMAR
 from tao.agents.codeact import CodeActAgent
 from tao.events import (
     CodeExecution,
@@ -28,13 +34,6 @@ from tao.events import (
 from tao.tools.arithmetic import ARITHMETIC, add, avg, divide, subtract, sum_
 
 XIAOMING = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
-
-
-def last_observation(messages: list[Message]) -> str:
-    for m in reversed(messages):
-        if m.role == "user" and m.content.startswith(("Observation:\n", "执行结果：\n")):
-            return m.content.split("\n", 1)[1]
-    raise AssertionError("no observation sent to the model yet")
 
 
 def run(agent: CodeActAgent, task: str):
@@ -224,11 +223,14 @@ def test_a_model_failure_ends_the_run_with_error_status():
 
 def test_prompt_in_both_languages_lists_tools_with_docstrings():
     agent = CodeActAgent(ScriptedModel([]), [price_of])
-    for lang, marker in (("en", "Example:"), ("zh", "示例：")):
+    for lang in ("en", "zh"):
         prompt = agent.prompt(lang)
-        assert marker in prompt and "```python" in prompt and "final_answer(" in prompt
+        assert "final_answer(" in prompt and "Python" in prompt
         assert "avg(numbers: list)" in prompt and "The average" in prompt
-    assert "小明" not in agent.prompt("zh")  # the example is unlike the seed task
+        question, reply = agent.example(lang)  # a worked exchange, sent before the task
+        assert (question.role, reply.role) == ("user", "assistant")
+        assert reply.content.startswith("```python\n") and "final_answer(" in reply.content
+        assert "小明" not in question.content and "Xiao Ming" not in question.content
     assert CodeActAgent(ScriptedModel([]), helpers=False).toolbox.names == []
     # a tool the user gives wins over a helper of the same name
     @tool
@@ -239,15 +241,22 @@ def test_prompt_in_both_languages_lists_tools_with_docstrings():
     assert agent.toolbox["add"] is add and agent.toolbox.names.count("add") == 1
 
 
+def test_the_example_precedes_the_task_unless_the_prompt_is_replaced():
+    model = ScriptedModel(["```python\nfinal_answer(6 * 7)\n```"] * 2)
+    assert CodeActAgent(model).run("6 * 7?").answer == "42"
+    roles = [m.role for m in model.calls[0]]
+    assert roles == ["system", "user", "assistant", "user"] and model.calls[0][-1].content == "6 * 7?"
+    CodeActAgent(model, system_prompt="Write Python.").run("6 * 7?")
+    assert [m.content for m in model.calls[1]] == ["Write Python.", "6 * 7?"]
+
+
 def test_model_kwargs_grammar_only_where_enforced():
     model = ScriptedModel([])
     assert "grammar" not in CodeActAgent(model).model_kwargs()
     assert CodeActAgent(model).model_kwargs()["stop"]
     model.supports_grammar = True
     kwargs = CodeActAgent(model).model_kwargs()
-    assert kwargs["grammar"].startswith("root ::=") and "stop" not in kwargs
-    assert '"\\n"? )?' in kwargs["grammar"]  # after an execution the block is optional
-    assert '"\\n"? )?' not in CodeActAgent(model).model_kwargs(first=True)["grammar"]
+    assert kwargs["grammar"] == CODE_GRAMMAR and "stop" not in kwargs
 
 
 def test_code_events_round_trip_through_json():
@@ -284,22 +293,25 @@ class GrammarScriptedModel(ScriptedModel):
         return super().stream(messages, **kwargs)
 
 
-def test_grammar_per_turn_code_first_answer_after_clean_output_fix_after_error():
+def test_grammar_every_turn_and_a_reminder_only_after_clean_runs():
+    """Under the grammar every reply is a block; the answer comes from final_answer(). After a
+    block that ran cleanly without answering, the observation reminds the model of
+    final_answer(); after an error it does not (the model should fix the code)."""
     model = GrammarScriptedModel([
-        "```python\nprint(totl)\n```",        # turn 1: code required
-        "```python\nx = 6 * 7\nprint(x)\n```",  # turn 2: after an error, code or answer
-        "42",                                  # turn 3: after clean output, the answer line only
+        "```python\nprint(totl)\n```",
+        "```python\nx = 6 * 7\nprint(x)\n```",
+        "```python\nfinal_answer(x)\n```",
     ])
     result, _ = run(CodeActAgent(model), "6 * 7?")
-    assert result.answer == "42" and result.turns == 3
-    first, after_error, after_output = model.grammars
-    assert "fence" in first and '"\\n"? )\n' in first          # the block is not optional
-    assert "fence" in after_error and '"\\n"? )?\n' in after_error
-    assert "fence" not in after_output and "`" in after_output  # no block can be opened
+    assert (result.answer, result.turns, result.tool_calls) == ("42", 3, 3)
+    assert model.grammars == [CODE_GRAMMAR] * 3
+    after_error, after_output = (m.content for m in result.messages if m.role == "user"
+                                 and m.content.startswith("Observation:"))
+    reminder = prompts.table("codeact")["en"]["unanswered"]
+    assert "NameError" in after_error and reminder not in after_error
+    assert after_output == "Observation:\n42" + reminder
 
 
-def test_a_silent_block_leaves_code_allowed():
-    model = GrammarScriptedModel(["```python\nx = 2\n```", "```python\nprint(x)\n```", "2"])
-    result, _ = run(CodeActAgent(model), "x?")
-    assert result.answer == "2"
-    assert "fence" in model.grammars[1] and "fence" not in model.grammars[2]
+def test_a_numeric_final_answer_reads_without_float_noise():
+    model = ScriptedModel(["```python\nfinal_answer(240 * 0.8 - 20)\n```"])
+    assert CodeActAgent(model).run("price?").answer == "172"

@@ -33,11 +33,12 @@ def test_codeact_local_model_on_the_six_seed_questions(local_model, seed_tasks):
         assert sum(isinstance(e, TokenDelta) for e in events) > result.turns  # it streamed
         codes = [e for e in events if isinstance(e, CodeExecution)]
         runs = [e for e in events if isinstance(e, ExecutionFinished)]
-        # the grammar makes the first reply a code block, and every block ran in the sandbox
+        # the grammar makes every reply a code block, and every block ran in the sandbox
         assert codes and len(codes) == len(runs) == result.tool_calls, (task_id, events)
         ok = is_correct(result.answer, task["answer"])
         solved += ok
         report.append((task_id, ok, result.turns, result.tool_calls, result.answer))
-    # Measured at fa98ea7 (benchmarks/codeact_local.py) and again after 58b70fe: 4/6 seed questions. MODELS.md's plain
-    # one-shot loop got 6/6; accuracy is the benchmark's business, this floor shows the loop works.
-    assert solved >= 3, report
+    # Measured with the code-only grammar and final_answer() (2026-11-30): 5/6 seed questions
+    # (seed-2-en stops after the division), 11/16 on the whole set; the 1.5B model 15/16.
+    # Accuracy is the benchmark's business; this floor shows the loop works on a real model.
+    assert solved >= 4, report

@@ -37,4 +37,5 @@ async def test_codeact_on_an_openai_compatible_endpoint(server, monkeypatch):
     assert "tools" not in first and "grammar" not in first
     assert "\nObservation:" in first["stop"]
     assert "add(a: float, b: float)" in first["messages"][0]["content"]
-    assert second["messages"][-1] == {"role": "user", "content": "Observation:\n4"}
+    reminder = "\n(If this gives the answer, call final_answer(result); otherwise write more code.)"
+    assert second["messages"][-1] == {"role": "user", "content": "Observation:\n4" + reminder}

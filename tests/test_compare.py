@@ -10,6 +10,11 @@ import sys
 
 import pytest
 
+try:
+    from codeact_scripts import last_observation
+except ImportError:  # tests/ became a package
+    from .codeact_scripts import last_observation
+
 from tao import Message, ScriptedModel, tool_call
 from tao.compare import Row, compare, render_table
 
@@ -33,13 +38,6 @@ def step(n, operation, a, b, *deps):
 PLAN = json.dumps({"steps": [step(1, "multiply", 3, 12), step(2, "multiply", 2, 5),
                              step(3, "add", "$step1", "$step2", 1, 2),
                              step(4, "subtract", 50, "$step3", 3)], "answer": "他还剩 $step4 元"})
-
-
-def last_observation(messages: list[Message]) -> str:
-    for m in reversed(messages):
-        if m.role == "user" and m.content.startswith(("Observation:\n", "执行结果：\n")):
-            return m.content.split("\n", 1)[1]
-    raise AssertionError("no observation yet")
 
 
 def codeact_script():  # the seed's CodeAct: one block, then the answer - 2 LLM calls

@@ -3,8 +3,9 @@
 Instead of one tool call per turn the model writes a code block that may call the tools, loop and
 branch (seed 000 §2, §5; the CodeAct paper). The code runs in a ``tao.sandbox`` worker - never in
 this process - where variables persist from one block to the next like an IPython session and
-the agent's tools are functions bridged back to the host. A run ends when the model replies
-without code (that text is the answer) or calls ``final_answer(x)`` in its code.
+the agent's tools are functions bridged back to the host. A run ends when the model calls
+``final_answer(x)`` in its code (what the prompt asks for: the answer is then computed, not
+copied) or replies without code (that text is the answer).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..models.base import Model, ModelResponse
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, Result, detect_language
-from .code_blocks import reply_grammar, split_reply
+from .code_blocks import CODE_GRAMMAR, split_reply
 
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:final answer|answer|reply|observation|最终答案|答案|回复|回答|执行结果)(?:\*\*)?\s*[:：]\s*",
                     re.IGNORECASE)
@@ -52,7 +53,8 @@ class CodeActAgent(Agent):
     ``sandbox``: by default each run gets a fresh ``get_sandbox(tools=...)`` (bwrap where it
     works, ``$TAO_SANDBOX`` to choose) and closes it at the end; a sandbox passed in is reused -
     its variables outlive the run - gets this agent's tools, and is left open for its owner.
-    ``timeout``: seconds one block may run (default: the sandbox's limit).
+    ``timeout``: seconds one block may run (default: the sandbox's limit). ``system_prompt``
+    replaces the prompt and its one-shot example (``prompts/codeact.*``).
     """
 
     name = "codeact"
@@ -74,31 +76,32 @@ class CodeActAgent(Agent):
         self.timeout = timeout
 
     def prompt(self, lang: str) -> str:
-        """The system prompt: the callable functions with signatures and docstrings, one example."""
+        """The system prompt: the callable functions with their signatures and docstrings."""
         funcs = "\n".join(f"{t.signature()}\n    " + t.description.replace("\n", "\n    ")
                           for t in self.toolbox)
-        example = prompts.table("codeact")["example"][lang].rstrip()
-        return prompts.render(prompts.template("codeact", lang), functions=funcs, example=example)
+        return prompts.render(prompts.template("codeact", lang), functions=funcs)
 
-    def model_kwargs(self, first: bool = False, answer: bool = False) -> dict[str, Any]:
-        """An API model writes plain text, stopped before an invented observation. The embedded
-        model is held by a grammar to one line of thought + one block ending at its closing
-        fence. Measured with the 0.5B model on the calculator tasks: asked freely it answered
-        from memory (6/16), so the block is required until the ``first`` execution; and after a
-        block that ran cleanly and printed, it wrote more code instead of answering (runs to
-        ``max_turns``), so then the reply must be the ``answer`` line. A block that failed may
-        be followed by a fix."""
-        if self.model.supports_grammar:  # no stop sequences: the 0.5B model wrote a made-up
-            # "执行结果：" into its plan, the stop cut the reply there, and its code never came
-            return {"grammar": reply_grammar(code_required=first, code_allowed=not answer),
-                    "max_tokens": 1024}  # the bounded plan (≤ 1,200 characters) + the code
+    @staticmethod
+    def example(lang: str) -> list[Message]:
+        """The one-shot example as a real exchange: small models follow a worked turn far better
+        than the same example quoted inside the system prompt."""
+        ex = prompts.table("codeact")["example"][lang]
+        return [Message.user(ex["question"]), Message.assistant(ex["reply"])]
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """The embedded model is held by ``CODE_GRAMMAR`` to one block that ends at its closing
+        fence (so it cannot invent the output); an API model writes freely and is stopped
+        before an invented observation."""
+        if self.model.supports_grammar:  # the grammar ends the reply; no stop sequence needed
+            return {"grammar": CODE_GRAMMAR, "max_tokens": 768}
         return {"stop": ["\nObservation:", "\n执行结果："]}
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         texts = prompts.table("codeact")[lang]
-        messages = [Message.system(self.system_prompt or self.prompt(lang)), Message.user(task)]
+        messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
+            else [Message.system(self.prompt(lang)), *self.example(lang), Message.user(task)]
         sandbox, own = self.sandbox, self.sandbox is None
         if own:
             from ..sandbox import get_sandbox
@@ -106,8 +109,9 @@ class CodeActAgent(Agent):
             sandbox = get_sandbox(tools=self.toolbox)  # a backend that cannot run raises here
         else:
             sandbox.set_tools(self.toolbox)
-        usage, executions, turn, answer_next = Usage(), 0, 0, False
+        usage, executions, turn = Usage(), 0, 0
         answer, status, error = None, "max_turns", None
+        kwargs = self.model_kwargs()
         yield RunStarted(task, self.name, self.model.name)
         try:
             if own:
@@ -116,7 +120,6 @@ class CodeActAgent(Agent):
                 turn += 1
                 yield TurnStarted(turn)
                 response = None
-                kwargs = self.model_kwargs(executions == 0, answer_next)
                 async for chunk in self.model.stream(messages, **kwargs):
                     if type(chunk) is str:
                         yield TokenDelta(chunk, turn)
@@ -156,8 +159,9 @@ class CodeActAgent(Agent):
                 if answer is not None:
                     yield FinalAnswer(answer, turn)
                     break
-                answer_next = res.ok and bool(res.stdout.strip())
                 content = "\n".join(o for o in outputs if o != "[no output]") or outputs[0]
+                if res.ok:
+                    content += texts["unanswered"]
                 messages.append(Message.user(prompts.render(texts["observation"], content=content)))
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -194,12 +195,17 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
 
 
 def to_text(value: Any) -> str:
-    """How a tool's return value reads to a model: 36.0 reads as 36, dicts as JSON."""
+    """How a tool's return value reads to a model: 36.0 reads as 36, dicts as JSON, and float
+    noise is rounded away at 15 significant digits (``240 * 0.8 - 20`` reads as 172, not
+    172.00000000000003; 1/3 keeps its digits), because a model copies what it reads."""
     if isinstance(value, str):
         text = value
     elif isinstance(value, bool) or value is None:
         text = str(value)
     elif isinstance(value, float):
+        short = f"{value:.15g}"
+        if math.isfinite(value) and len(short) < len(repr(value)) - 2:  # noise: 0000…3, 9999…86
+            value = float(short)
         text = str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
     elif isinstance(value, (int, complex)):
         text = str(value)
