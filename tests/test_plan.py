@@ -541,3 +541,26 @@ def test_english_task_gets_english_planner_prompt_with_an_example():
     assert system.startswith("You are a planner") and "calculator(operation:" in system
     assert "A rectangular garden is 8 m by 5 m" in system and "{" + "example}" not in system
     assert "instruction" not in system  # no step agent, no instruction steps offered
+
+
+class FormatRecorder(ScriptedModel):
+    """Records the ``response_format`` each call asks for."""
+
+    def __init__(self, replies, grammar: bool):
+        super().__init__(replies)
+        self.supports_grammar = grammar
+        self.formats: list = []
+
+    def stream(self, messages, **kwargs):
+        self.formats.append(kwargs.get("response_format"))
+        return super().stream(messages, **kwargs)
+
+
+@pytest.mark.parametrize("grammar", [True, False])
+def test_only_a_grammar_model_gets_a_cap_on_the_number_of_steps(grammar):
+    from tao.plan.planner import GRAMMAR_MAX_STEPS
+
+    model = FormatRecorder([json.dumps(SEED_PLAN)], grammar)
+    assert run(PlanExecuteAgent(model, [calculator]))[0].answer == "他还剩 4 元"
+    steps = model.formats[0]["json_schema"]["schema"]["properties"]["steps"]
+    assert steps.get("maxItems") == (GRAMMAR_MAX_STEPS if grammar else None)

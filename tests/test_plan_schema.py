@@ -217,3 +217,29 @@ def test_the_schema_becomes_a_grammar_llama_cpp_can_parse():
     assert "calculator" in gbnf and "instruction" in gbnf and "root ::=" in gbnf
     escapes = set(re.findall(r"\\(.)", gbnf))
     assert escapes <= set("xuUtrn\\\"[]"), escapes
+
+
+@pytest.mark.parametrize("answer, allowed", [
+    ("他还剩 $step4 元", True),
+    ("$step1 and $step2", True),
+    ("$step4", True),
+    ("32", False),                      # a number of its own instead of the step's result
+    ("$50 - $step3 = $25", False),      # arithmetic in the template
+    ('he has "$step4"', False),         # a quote would end the JSON string under a grammar
+    ("line one\n$step1", False),
+])
+def test_an_answer_template_fills_in_results_and_computes_nothing(answer, allowed):
+    pattern = plan_schema(TOOLS)["properties"]["answer"]["pattern"]
+    assert bool(re.fullmatch(pattern, answer)) is allowed
+
+
+def test_under_a_grammar_steps_are_bounded_and_described_before_they_act():
+    pytest.importorskip("llama_cpp")
+    from tao.grammar import json_schema_grammar
+
+    assert "maxItems" not in json.dumps(plan_schema(TOOLS))  # API models get no cap
+    gbnf = json_schema_grammar(plan_schema(Toolbox([calculator]), max_steps=3))
+    steps = next(line for line in gbnf.splitlines() if line.startswith("steps ::="))
+    assert steps.count("steps-item") == 3
+    item = next(line for line in gbnf.splitlines() if line.startswith("steps-item ::="))
+    assert item.index("description") < item.index("tool") < item.index("args")

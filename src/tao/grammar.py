@@ -17,10 +17,13 @@ from .models.base import ToolSpec
 ACTION_ORDER = ["thought", "tool", "arguments", "final_answer"]
 
 
-def _converter() -> Any:
+def _converter(order: Sequence[str] = ()) -> Any:
+    """llama-cpp-python's converter; properties are written in ``order``, then in the schema's
+    own order (which is what a plan needs: a step's description before its tool and args, so
+    the model says what the step is for before it picks the operation)."""
     from llama_cpp.llama_grammar import SchemaConverter
 
-    return SchemaConverter(prop_order={k: i for i, k in enumerate(ACTION_ORDER)},
+    return SchemaConverter(prop_order={k: i for i, k in enumerate(order)},
                            allow_fetch=False, dotall=False, raw_pattern=False)
 
 
@@ -62,7 +65,7 @@ def action_grammar(specs: Sequence[ToolSpec]) -> str:
     """``{"thought": ..., "tool": ..., "arguments": {...}}`` or ``{"thought": ...,
     "final_answer": ...}``, written by hand around the converter's argument rules so the shared
     ``thought`` prefix is one rule and lengths use GBNF's ``{m,n}``."""
-    conv = _converter()
+    conv = _converter(ACTION_ORDER)
     _visit(conv, {"type": "string"}, "text")  # brings in the JSON ``char`` rule
     key = lambda k: conv._format_literal(json.dumps(k)) + " space \":\" space"  # noqa: E731
     thought = conv._add_rule("thought", f'"\\"" char{{0,{THOUGHT_CHARS}}} "\\"" space')

@@ -25,6 +25,10 @@ from .schema import Plan, PlanInvalid, Step, parse_plan, response_format
 from .streaming import StepScanner, read_step
 
 
+#: The most steps a plan written under a grammar (the embedded model) may have.
+GRAMMAR_MAX_STEPS = 12
+
+
 class PlanFailed(TaoError):
     """No valid plan within the bound, or a step kept failing after the last re-plan."""
 
@@ -93,7 +97,8 @@ class Planner:
         """What the plan is asked for with: the plan's JSON schema; after an endpoint refused
         that (DeepSeek knows only ``json_object``), ``json_object``; after that, nothing."""
         if self._format is None and self._kind == "json_schema":
-            self._format = response_format(self.toolbox, self.agent_steps)
+            self._format = response_format(self.toolbox, self.agent_steps,
+                                           GRAMMAR_MAX_STEPS if self.model.supports_grammar else None)
         return self._format if self._kind == "json_schema" else (
             {"type": "json_object"} if self._kind == "json_object" else None)
 

@@ -33,6 +33,10 @@ STEP_ID = re.compile(r"step\d+")
 _LOOSE_ID = re.compile(r"\s*(?:step[\s_-]*)?#?(\d+)\s*", re.IGNORECASE)
 _LOOSE_REF = re.compile(r"\s*(?:\$|step|\$step)\s*(\d+)\s*", re.IGNORECASE)
 REFERENCE_SCHEMA = {"type": "string", "pattern": "^[$]step[0-9]+$"}
+#: An answer template fills in results and computes nothing: at least one ``$stepN``, and no
+#: other ``$``. Without this the 0.5B model wrote its own (wrong) number as the answer ("32" for
+#: 15 + 27, with the right step in the plan) or arithmetic such as "$50 - $75 = $25".
+ANSWER_SCHEMA = {"type": "string", "pattern": r'^[^$"\\\n]*([$]step[0-9]+[^$"\\\n]*)+$'}
 
 
 class PlanInvalid(ValueError):
@@ -76,9 +80,12 @@ class Plan:
 
 # -- the schema the model is asked to follow ------------------------------------------------------
 
-def plan_schema(toolbox: Toolbox, agent_steps: bool = False) -> dict[str, Any]:
+def plan_schema(toolbox: Toolbox, agent_steps: bool = False,
+                max_steps: int | None = None) -> dict[str, Any]:
     """The JSON schema of a plan for these tools, for ``response_format`` (and, on the embedded
-    model, a grammar). Each tool's arguments keep their own schema but also accept a reference."""
+    model, a grammar). Each tool's arguments keep their own schema but also accept a reference.
+    ``max_steps`` bounds a plan written under a grammar: asked to fix a plan, the 0.5B model
+    once repeated steps until ``max_tokens`` cut the JSON."""
     ids = {"type": "string", "pattern": "^step[0-9]+$"}
     common = {"id": ids, "description": {"type": "string"}}
     deps = {"depends_on": {"type": "array", "items": ids}, "final": {"type": "boolean"}}
@@ -96,14 +103,16 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False) -> dict[str, Any]:
                          "required": ["id", "description", "instruction", "depends_on"]})
     step = variants[0] if len(variants) == 1 else {"anyOf": variants}
     return {"type": "object", "additionalProperties": False,
-            "properties": {"steps": {"type": "array", "minItems": 1, "items": step},
-                           "answer": {"type": "string"}},
+            "properties": {"steps": {"type": "array", "minItems": 1, "items": step,
+                                     **({"maxItems": max_steps} if max_steps else {})},
+                           "answer": ANSWER_SCHEMA},
             "required": ["steps"]}
 
 
-def response_format(toolbox: Toolbox, agent_steps: bool = False) -> dict[str, Any]:
+def response_format(toolbox: Toolbox, agent_steps: bool = False,
+                    max_steps: int | None = None) -> dict[str, Any]:
     return {"type": "json_schema",
-            "json_schema": {"name": "plan", "schema": plan_schema(toolbox, agent_steps)}}
+            "json_schema": {"name": "plan", "schema": plan_schema(toolbox, agent_steps, max_steps)}}
 
 
 # -- reading the reply ----------------------------------------------------------------------------
