@@ -128,7 +128,9 @@ def test_without_an_answer_template_one_synthesis_call_writes_the_answer():
     synthesis = model.calls[1][-1].content
     assert "- step4 (还剩的钱): 4" in synthesis and "- step1 (3 本书的钱): 36" in synthesis
     assert [e.turn for e in of(events, TurnStarted)] == [1, 2]
-    assert [m.role for m in result.messages] == ["system", "user", "assistant", "user", "assistant"]
+    # the system prompt and the worked example (a user turn and its plan), then the run's own turns
+    assert [m.role for m in result.messages] == ["system", "user", "assistant",
+                                                 "user", "assistant", "user", "assistant"]
 
 
 # -- invalid plans go back to the planner -----------------------------------------------------
@@ -539,8 +541,16 @@ def test_english_task_gets_english_planner_prompt_with_an_example():
     run(PlanExecuteAgent(model, [calculator]), "Xiao Ming has 50 yuan ...")
     system = model.calls[0][0].content
     assert system.startswith("You are a planner") and "calculator(operation:" in system
-    assert "A rectangular garden is 8 m by 5 m" in system and "{" + "example}" not in system
     assert "instruction" not in system  # no step agent, no instruction steps offered
+    # the worked example comes as an exchange before the task, in the task's language
+    example, plan, task = model.calls[0][1:]
+    assert example.role == "user" and example.content.startswith("A rectangular garden is 8 m")
+    assert plan.role == "assistant" and '"answer": "The rectangular garden is $step3' in plan.content
+    assert task.content == "Xiao Ming has 50 yuan ..."
+    # a planner prompt of one's own replaces both
+    model = ScriptedModel([plan_reply(SEED_PLAN)])
+    run(PlanExecuteAgent(model, [calculator], system_prompt="Plan it."), "Xiao Ming ...")
+    assert [m.content for m in model.calls[0]] == ["Plan it.", "Xiao Ming ..."]
 
 
 class FormatRecorder(ScriptedModel):

@@ -54,18 +54,25 @@ class Planner:
         self.agent_steps = agent_steps
         self.max_fixes = max_fixes
         self.texts = prompts.table("plan")[lang if lang in ("zh", "en") else "en"]
-        self.messages = [Message.system(system_prompt or self.system_prompt())]
+        self.messages = [Message.system(system_prompt)] if system_prompt else \
+            [Message.system(self.system_prompt()), *self.example()]
         self._format: dict[str, Any] | None = None
         self._kind: str | None = "json_schema"
 
     def system_prompt(self) -> str:
         lines = [prompts.render(self.texts["tool_line"], signature=t.signature(),
                                 description=t.description) for t in self.toolbox]
-        examples = prompts.table("plan")["examples"]
-        example = next((examples[t.name][self.lang] for t in self.toolbox if t.name in examples), "")
         return prompts.render(prompts.template("plan", self.lang), tools="\n".join(lines) or "(none)",
-                              agent_rule=self.texts["agent_rule"] if self.agent_steps else "",
-                              example=example.strip()).strip()
+                              agent_rule=self.texts["agent_rule"] if self.agent_steps else "").strip()
+
+    def example(self) -> list[Message]:
+        """A worked plan for the first of the agent's tools that has one (``prompts/plan.toml``),
+        as a real exchange: small models follow a turn they see far better than an example
+        quoted in the system prompt (measured on CodeAct, BENCHMARKS.md)."""
+        examples = prompts.table("plan")["examples"]
+        lang = self.lang if self.lang in ("zh", "en") else "en"
+        ex = next((examples[t.name][lang] for t in self.toolbox if t.name in examples), None)
+        return [Message.user(ex["task"]), Message.assistant(ex["plan"])] if ex else []
 
     # -- model calls ----------------------------------------------------------------------
     async def call(self, on_text: Callable[[str], None] | None = None,
