@@ -169,11 +169,14 @@ class _Handler(BaseHTTPRequestHandler):
         payload = obj if isinstance(obj, str) else json.dumps(obj)
         self._chunk(f"data: {payload}\n\n".encode())
 
-    def _start_stream(self) -> None:
+    def _start_stream(self, close: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache")
+        if close:  # say so: a client that pooled the connection would race the server's close,
+            # and on a loaded machine its retry went out on the dying socket (one retry too many)
+            self.send_header("Connection", "close")
         self.end_headers()
 
     # -- requests -------------------------------------------------------------------------
@@ -252,7 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk(b"")  # the terminating zero-length chunk
 
     def _cut(self, r: Cut, model: str) -> None:
-        self._start_stream()
+        self._start_stream(close=True)
         self._event(self._delta(model, {"role": "assistant", "content": ""}))
         for piece in _pieces(r.text, r.chunk_size)[: r.after_chunks]:
             self._event(self._delta(model, {"content": piece}))
