@@ -30,3 +30,20 @@ def seed_tasks() -> dict[str, dict]:
     if not SEED_TASKS.is_file():
         pytest.skip(f"seed data not found: {SEED_TASKS} (set TAO_SEED_TASKS to its path)")
     return _load_tasks()
+
+
+SEED_IDS = ["seed-1-zh", "seed-2-zh", "seed-3-zh", "seed-1-en", "seed-2-en", "seed-3-en"]
+
+
+@pytest.fixture(scope="session")
+def seed_questions(seed_tasks) -> list[dict]:
+    """The six seed questions (three tasks, zh and en), in order."""
+    return [seed_tasks[i] for i in SEED_IDS]
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The embedded model, loaded once for every ``local_model`` test of the session."""
+    from tao.models.local import LocalModel
+
+    return LocalModel()

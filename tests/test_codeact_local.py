@@ -11,21 +11,11 @@ from tao.agents.codeact import CodeActAgent
 from tao.evals import is_correct
 from tao.events import CodeExecution, ExecutionFinished, TokenDelta
 
-SEED_IDS = ["seed-1-zh", "seed-2-zh", "seed-3-zh", "seed-1-en", "seed-2-en", "seed-3-en"]
-
-
-@pytest.fixture(scope="module")
-def local_model():
-    from tao.models.local import LocalModel
-
-    return LocalModel()
-
-
 @pytest.mark.local_model
-def test_codeact_local_model_on_the_six_seed_questions(local_model, seed_tasks):
+def test_codeact_local_model_on_the_six_seed_questions(local_model, seed_questions):
     solved, report = 0, []
-    for task_id in SEED_IDS:
-        task = seed_tasks[task_id]
+    for task in seed_questions:
+        task_id = task["id"]
         events = []
         agent = CodeActAgent(local_model, [calculate, calculator], max_turns=5)
         result = agent.run(task["question"], sinks=[events.append])

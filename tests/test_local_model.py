@@ -78,22 +78,12 @@ def test_unknown_local_model_name():
 
 # -- the real embedded model --------------------------------------------------------------
 
-SEED_IDS = ["seed-1-zh", "seed-2-zh", "seed-3-zh", "seed-1-en", "seed-2-en", "seed-3-en"]
-
-
-@pytest.fixture(scope="module")
-def local_model():
-    from tao.models.local import LocalModel
-
-    return LocalModel()
-
-
 @pytest.mark.local_model
 @pytest.mark.parametrize("protocol", ["tools", "text"])
-def test_local_model_on_the_six_seed_questions(local_model, seed_tasks, protocol):
+def test_local_model_on_the_six_seed_questions(local_model, seed_questions, protocol):
     solved, report = 0, []
-    for task_id in SEED_IDS:
-        task = seed_tasks[task_id]
+    for task in seed_questions:
+        task_id = task["id"]
         events = []
         agent = ReActAgent(local_model, [calculate, calculator], protocol=protocol, max_turns=6)
         result = agent.run(task["question"], sinks=[events.append])
