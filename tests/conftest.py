@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+
 def _seed_path() -> Path:
     """$TAO_SEED_TASKS, else the shared data folder beside the checkout (../shared/data)."""
     if os.environ.get("TAO_SEED_TASKS"):

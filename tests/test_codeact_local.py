@@ -11,6 +11,7 @@ from tao.agents.codeact import CodeActAgent
 from tao.evals import is_correct
 from tao.events import CodeExecution, ExecutionFinished, TokenDelta
 
+
 @pytest.mark.local_model
 def test_codeact_local_model_on_the_six_seed_questions(local_model, seed_questions):
     solved, report = 0, []
