@@ -33,10 +33,12 @@ STEP_ID = re.compile(r"step\d+")
 _LOOSE_ID = re.compile(r"\s*(?:step[\s_-]*)?#?(\d+)\s*", re.IGNORECASE)
 _LOOSE_REF = re.compile(r"\s*(?:\$|step|\$step)\s*(\d+)\s*", re.IGNORECASE)
 REFERENCE_SCHEMA = {"type": "string", "pattern": "^[$]step[0-9]+$"}
-#: An answer template fills in results and computes nothing: at least one ``$stepN``, and no
-#: other ``$``. Without this the 0.5B model wrote its own (wrong) number as the answer ("32" for
-#: 15 + 27, with the right step in the plan) or arithmetic such as "$50 - $75 = $25".
-ANSWER_SCHEMA = {"type": "string", "pattern": r'^[^$"\\\n]*([$]step[0-9]+[^$"\\\n]*)+$'}
+#: Under a grammar (the embedded model) the answer template is one ``$stepN`` in a short text
+#: with no digits: it fills in a result and cannot compute. Freer, the 0.5B model wrote its own
+#: numbers ("32" for 15 + 27 with the right step planned, "$50 - $75 = $25", "100 除以 4 + 30 =
+#: 130，结果是 $step2"); made to include a reference anywhere, it rambled on in search of one.
+LOCAL_ANSWER_SCHEMA = {"type": "string",
+                       "pattern": r'^[^$"\\\n0-9]{0,60}[$]step[0-9]+[^$"\\\n0-9]{0,30}$'}
 
 
 class PlanInvalid(ValueError):
@@ -84,8 +86,9 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False,
                 max_steps: int | None = None) -> dict[str, Any]:
     """The JSON schema of a plan for these tools, for ``response_format`` (and, on the embedded
     model, a grammar). Each tool's arguments keep their own schema but also accept a reference.
-    ``max_steps`` bounds a plan written under a grammar: asked to fix a plan, the 0.5B model
-    once repeated steps until ``max_tokens`` cut the JSON."""
+    ``max_steps`` is for a plan written under a grammar: it bounds the steps (asked to fix a
+    plan, the 0.5B model once repeated steps until ``max_tokens`` cut the JSON) and holds the
+    answer to ``LOCAL_ANSWER_SCHEMA``."""
     ids = {"type": "string", "pattern": "^step[0-9]+$"}
     common = {"id": ids, "description": {"type": "string"}}
     deps = {"depends_on": {"type": "array", "items": ids}, "final": {"type": "boolean"}}
@@ -105,7 +108,7 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False,
     return {"type": "object", "additionalProperties": False,
             "properties": {"steps": {"type": "array", "minItems": 1, "items": step,
                                      **({"maxItems": max_steps} if max_steps else {})},
-                           "answer": ANSWER_SCHEMA},
+                           "answer": LOCAL_ANSWER_SCHEMA if max_steps else {"type": "string"}},
             "required": ["steps"]}
 
 
