@@ -567,10 +567,13 @@ class FormatRecorder(ScriptedModel):
 
 
 @pytest.mark.parametrize("grammar", [True, False])
-def test_only_a_grammar_model_gets_a_cap_on_the_number_of_steps(grammar):
-    from tao.plan.planner import GRAMMAR_MAX_STEPS
+def test_a_grammar_model_gets_the_constrained_plan_schema(grammar):
+    from tao.plan.schema import MAX_CONSTRAINED_STEPS
 
     model = FormatRecorder([json.dumps(SEED_PLAN)], grammar)
     assert run(PlanExecuteAgent(model, [calculator]))[0].answer == "他还剩 4 元"
     steps = model.formats[0]["json_schema"]["schema"]["properties"]["steps"]
-    assert steps.get("maxItems") == (GRAMMAR_MAX_STEPS if grammar else None)
+    assert steps.get("maxItems") == (MAX_CONSTRAINED_STEPS if grammar else None)
+    assert ("depends_on" in json.dumps(steps)) is not grammar  # a grammar model leaves it out
+    example_plan = model.calls[0][2].content  # and its worked example shows the plan without it
+    assert ("depends_on" in example_plan) is not grammar and '"$step1"' in example_plan

@@ -168,6 +168,29 @@ def test_a_replan_may_use_finished_steps_but_not_reuse_their_ids():
         {"steps": [calc(1, 1, 2)]}, finished=finished)
 
 
+def test_under_a_grammar_dependencies_are_read_off_the_references():
+    def bare(n, a, b):  # a step as the constrained schema has it: no depends_on
+        step = calc(n, a, b)
+        del step["depends_on"]
+        return step
+
+    steps = [bare(1, 3, 12), bare(2, 2, 5), bare(3, "$step1", "$step2"), bare(4, 50, "$step3")]
+    plan = parse_plan(json.dumps({"steps": steps}), TOOLS, infer_depends=True)
+    assert [s.depends_on for s in plan.steps] == [(), (), ("step1", "step2"), ("step3",)]
+    # a result of an earlier plan needs no dependency; a step that is nowhere is still reported
+    replan = parse_plan(json.dumps({"steps": [bare(5, "$step4", 1)]}), TOOLS,
+                        finished={"step4": 4}, infer_depends=True)
+    assert replan.steps[0].depends_on == ()
+    with pytest.raises(PlanInvalid, match=r"step2 uses \$step7, but there is no step step7"):
+        parse_plan(json.dumps({"steps": [bare(1, 1, 2), bare(2, "$step7", 1)]}), TOOLS,
+                   infer_depends=True)
+    with pytest.raises(PlanInvalid, match="step1 uses its own result"):
+        parse_plan(json.dumps({"steps": [bare(1, "$step1", 2)]}), TOOLS, infer_depends=True)
+    # and without inference, the same plan is missing its dependencies
+    with pytest.raises(PlanInvalid, match="not in its depends_on"):
+        parse_plan(json.dumps({"steps": steps}), TOOLS)
+
+
 def test_instruction_steps_only_with_a_step_agent():
     plan = {"steps": [calc(1, 1, 2), {"id": "step2", "description": "judge", "instruction": "is $step1 big?",
                                       "depends_on": ["step1"]}]}
@@ -230,7 +253,7 @@ def test_the_schema_becomes_a_grammar_llama_cpp_can_parse():
     ("line one\n$step1", False),
 ])
 def test_under_a_grammar_the_answer_fills_in_one_result_and_computes_nothing(answer, allowed):
-    pattern = plan_schema(TOOLS, max_steps=12)["properties"]["answer"]["pattern"]
+    pattern = plan_schema(TOOLS, constrained=True)["properties"]["answer"]["pattern"]
     assert bool(re.fullmatch(pattern, answer)) is allowed
     assert plan_schema(TOOLS)["properties"]["answer"] == {"type": "string"}  # API models: free
 
@@ -240,8 +263,10 @@ def test_under_a_grammar_steps_are_bounded_and_described_before_they_act():
     from tao.grammar import json_schema_grammar
 
     assert "maxItems" not in json.dumps(plan_schema(TOOLS))  # API models get no cap
-    gbnf = json_schema_grammar(plan_schema(Toolbox([calculator]), max_steps=3))
+    from tao.plan.schema import MAX_CONSTRAINED_STEPS
+
+    gbnf = json_schema_grammar(plan_schema(Toolbox([calculator]), constrained=True))
     steps = next(line for line in gbnf.splitlines() if line.startswith("steps ::="))
-    assert steps.count("steps-item") == 3
+    assert steps.count("steps-item") == MAX_CONSTRAINED_STEPS
     item = next(line for line in gbnf.splitlines() if line.startswith("steps-item ::="))
     assert item.index("description") < item.index("tool") < item.index("args")

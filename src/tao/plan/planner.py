@@ -10,6 +10,7 @@ which the embedded model turns into a grammar.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,10 +24,6 @@ from ..tools.base import Toolbox
 from .executor import Outcome
 from .schema import Plan, PlanInvalid, Step, parse_plan, response_format
 from .streaming import StepScanner, read_step
-
-
-#: The most steps a plan written under a grammar (the embedded model) may have.
-GRAMMAR_MAX_STEPS = 12
 
 
 class PlanFailed(TaoError):
@@ -54,6 +51,8 @@ class Planner:
         self.agent_steps = agent_steps
         self.max_fixes = max_fixes
         self.texts = prompts.table("plan")[lang if lang in ("zh", "en") else "en"]
+        #: decoded under a grammar: the schema makes slips impossible (``plan_schema``)
+        self.constrained = bool(getattr(model, "supports_grammar", False))
         self.messages = [Message.system(system_prompt)] if system_prompt else \
             [Message.system(self.system_prompt()), *self.example()]
         self._format: dict[str, Any] | None = None
@@ -72,7 +71,15 @@ class Planner:
         examples = prompts.table("plan")["examples"]
         lang = self.lang if self.lang in ("zh", "en") else "en"
         ex = next((examples[t.name][lang] for t in self.toolbox if t.name in examples), None)
-        return [Message.user(ex["task"]), Message.assistant(ex["plan"])] if ex else []
+        if ex is None:
+            return []
+        plan = ex["plan"]
+        if self.constrained:  # the grammar has no depends_on: show the plan as it will be written
+            plan = json.loads(plan)
+            for step in plan["steps"]:
+                step.pop("depends_on", None)
+            plan = json.dumps(plan, ensure_ascii=False)
+        return [Message.user(ex["task"]), Message.assistant(plan)]
 
     # -- model calls ----------------------------------------------------------------------
     async def call(self, on_text: Callable[[str], None] | None = None,
@@ -105,7 +112,7 @@ class Planner:
         that (DeepSeek knows only ``json_object``), ``json_object``; after that, nothing."""
         if self._format is None and self._kind == "json_schema":
             self._format = response_format(self.toolbox, self.agent_steps,
-                                           GRAMMAR_MAX_STEPS if self.model.supports_grammar else None)
+                                           constrained=self.constrained)
         return self._format if self._kind == "json_schema" else (
             {"type": "json_object"} if self._kind == "json_object" else None)
 
@@ -128,7 +135,7 @@ class Planner:
             reply = await self._call_plan()
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
-                                  finished=finished)
+                                  finished=finished, infer_depends=self.constrained)
             except PlanInvalid as e:
                 problems = str(e) if str(e).startswith("-") else f"- {e}"
                 if fix == self.max_fixes:
@@ -157,7 +164,8 @@ class Planner:
                 return
             for text in scanner.feed(chunk):
                 try:
-                    step = read_step(text, sent[:seen], self.toolbox, agent_steps=self.agent_steps)
+                    step = read_step(text, sent[:seen], self.toolbox, agent_steps=self.agent_steps,
+                                     infer_depends=self.constrained)
                 except PlanInvalid as e:
                     problems = str(e)
                     return
@@ -178,7 +186,8 @@ class Planner:
         reply = await self._call_plan(on_text, on_retry)
         if problems is None:
             try:
-                plan = parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps)
+                plan = parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
+                                  infer_depends=self.constrained)
             except PlanInvalid as e:
                 problems = str(e)
             else:

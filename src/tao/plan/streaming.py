@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..tools.base import Toolbox
-from .schema import PlanInvalid, Step, _normalise, _plan_model
+from .schema import PlanInvalid, Step, _normalise, _plan_model, infer_dependencies
 from .validate import check
 
 STEP_KEYS = ("steps", "tasks", "plan")
@@ -69,9 +69,9 @@ class StepScanner:
 
 
 def read_step(text: str, before: Sequence[Step], toolbox: Toolbox, *, agent_steps: bool = False,
-              finished: Mapping[str, Any] | None = None) -> Step:
+              finished: Mapping[str, Any] | None = None, infer_depends: bool = False) -> Step:
     """The step in ``text`` if it can run after ``before`` (the steps streamed so far), else
-    ``PlanInvalid`` saying why."""
+    ``PlanInvalid`` saying why. ``infer_depends``: as in ``parse_plan``."""
     from pydantic import ValidationError
 
     try:
@@ -86,6 +86,8 @@ def read_step(text: str, before: Sequence[Step], toolbox: Toolbox, *, agent_step
         raise PlanInvalid("\n".join(lines)) from None
     step = Step(model.id, model.description, model.tool, model.args, model.instruction,
                 tuple(model.depends_on))
+    if infer_depends:
+        (step,) = infer_dependencies([step], {s.id for s in before} | {step.id})
     errors = check([*before, step], toolbox, agent_steps=agent_steps, finished=finished or {})
     if errors:
         raise PlanInvalid("\n".join(f"- {e}" for e in errors))
