@@ -97,7 +97,7 @@ def test_local_model_on_the_six_seed_questions(local_model, seed_questions, prot
         ok = is_correct(result.answer, task["answer"])
         solved += ok
         report.append((task_id, ok, result.turns, result.tool_calls, result.answer))
-    # Accuracy is the benchmark's business (benchmarks/react_local.py); this floor only shows
+    # Accuracy is the benchmark's business (benchmarks/local_agents.py); this floor only shows
     # that tool results reach the model and answers come back (greedy decoding, 0.5B model).
     assert solved >= 2, report
 
