@@ -176,9 +176,9 @@ def test_read_step_checks_a_step_against_the_ones_before():
 
 def test_read_step_reads_dependencies_off_the_references_under_a_grammar():
     box = Toolbox([wait])
-    first = read_step(STEP_A, [], box, infer_depends=True)
+    first = read_step(STEP_A, [], box, constrained=True)
     bare = json.loads(STEP_B)
     del bare["depends_on"]
-    assert read_step(json.dumps(bare), [first], box, infer_depends=True).depends_on == ("step1",)
+    assert read_step(json.dumps(bare), [first], box, constrained=True).depends_on == ("step1",)
     with pytest.raises(PlanInvalid, match="no step step1"):  # streamed before the step it uses
-        read_step(json.dumps(bare), [], box, infer_depends=True)
+        read_step(json.dumps(bare), [], box, constrained=True)

@@ -74,8 +74,9 @@ class Planner:
         if ex is None:
             return []
         plan = ex["plan"]
-        if self.constrained:  # the grammar has no depends_on: show the plan as it will be written
+        if self.constrained:  # show the plan as the grammar lets it be written (``plan_schema``)
             plan = json.loads(plan)
+            plan.pop("answer", None)
             for step in plan["steps"]:
                 step.pop("depends_on", None)
             plan = json.dumps(plan, ensure_ascii=False)
@@ -135,7 +136,7 @@ class Planner:
             reply = await self._call_plan()
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
-                                  finished=finished, infer_depends=self.constrained)
+                                  finished=finished, constrained=self.constrained)
             except PlanInvalid as e:
                 problems = str(e) if str(e).startswith("-") else f"- {e}"
                 if fix == self.max_fixes:
@@ -165,7 +166,7 @@ class Planner:
             for text in scanner.feed(chunk):
                 try:
                     step = read_step(text, sent[:seen], self.toolbox, agent_steps=self.agent_steps,
-                                     infer_depends=self.constrained)
+                                     constrained=self.constrained)
                 except PlanInvalid as e:
                     problems = str(e)
                     return
@@ -187,7 +188,7 @@ class Planner:
         if problems is None:
             try:
                 plan = parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
-                                  infer_depends=self.constrained)
+                                  constrained=self.constrained)
             except PlanInvalid as e:
                 problems = str(e)
             else:

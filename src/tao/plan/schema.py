@@ -33,12 +33,6 @@ STEP_ID = re.compile(r"step\d+")
 _LOOSE_ID = re.compile(r"\s*(?:step[\s_-]*)?#?(\d+)\s*", re.IGNORECASE)
 _LOOSE_REF = re.compile(r"\s*(?:\$|step|\$step)\s*(\d+)\s*", re.IGNORECASE)
 REFERENCE_SCHEMA = {"type": "string", "pattern": "^[$]step[0-9]+$"}
-#: Under a grammar (the embedded model) the answer template is one ``$stepN`` in a short text
-#: with no digits: it fills in a result and cannot compute. Freer, the 0.5B model wrote its own
-#: numbers ("32" for 15 + 27 with the right step planned, "$50 - $75 = $25", "100 除以 4 + 30 =
-#: 130，结果是 $step2"); made to include a reference anywhere, it rambled on in search of one.
-LOCAL_ANSWER_SCHEMA = {"type": "string",
-                       "pattern": r'^[^$"\\\n0-9]{0,60}[$]step[0-9]+[^$"\\\n0-9]{0,30}$'}
 
 
 class PlanInvalid(ValueError):
@@ -92,14 +86,20 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False, *,
     model, a grammar). Each tool's arguments keep their own schema but also accept a reference.
 
     ``constrained``: the plan is decoded under a grammar (the embedded model), where a small
-    model's slips can be made impossible rather than reported. The steps are bounded (asked to
-    fix a plan, the 0.5B model once repeated steps until ``max_tokens`` cut the JSON), the
-    answer is held to ``LOCAL_ANSWER_SCHEMA``, and ``depends_on`` is not written but read off
-    the references (``parse_plan(infer_depends=True)``): it has exactly one valid value, and
-    the 0.5B model failed validation on it in 3 of 16 tasks."""
+    model's slips can be made impossible rather than reported:
+
+    - the steps are bounded (asked to fix a plan, the 0.5B model once repeated steps until
+      ``max_tokens`` cut the JSON);
+    - ``depends_on`` is not written but read off the references (``parse_plan(constrained=
+      True)``): it has exactly one valid value, and the 0.5B model failed validation on it in
+      3 of 16 tasks;
+    - there is no answer template: the answer is the result of the step nothing depends on
+      (or, when there are several, one synthesis call). Small models wrote numbers of their
+      own into templates ("32" for 15 + 27), arithmetic ("$50 - $75 = $25"), and copied the
+      worked example's story ("图书馆现在有 42 本书" for 15 + 27)."""
     ids = {"type": "string", "pattern": "^step[0-9]+$"}
     common = {"id": ids, "description": {"type": "string"}}
-    deps = {"final": {"type": "boolean"}} if constrained else \
+    deps = {} if constrained else \
         {"depends_on": {"type": "array", "items": ids}, "final": {"type": "boolean"}}
     need = ["depends_on"] if not constrained else []
     variants = []
@@ -115,11 +115,12 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False, *,
                          "properties": {**common, "instruction": {"type": "string"}, **deps},
                          "required": ["id", "description", "instruction", *need]})
     step = variants[0] if len(variants) == 1 else {"anyOf": variants}
-    return {"type": "object", "additionalProperties": False,
-            "properties": {"steps": {"type": "array", "minItems": 1, "items": step,
-                                     **({"maxItems": MAX_CONSTRAINED_STEPS} if constrained else {})},
-                           "answer": LOCAL_ANSWER_SCHEMA if constrained else {"type": "string"}},
-            "required": ["steps"]}
+    steps = {"type": "array", "minItems": 1, "items": step}
+    if constrained:
+        return {"type": "object", "additionalProperties": False, "required": ["steps"],
+                "properties": {"steps": {**steps, "maxItems": MAX_CONSTRAINED_STEPS}}}
+    return {"type": "object", "additionalProperties": False, "required": ["steps"],
+            "properties": {"steps": steps, "answer": {"type": "string"}}}
 
 
 def response_format(toolbox: Toolbox, agent_steps: bool = False, *,
@@ -247,10 +248,11 @@ def _where(loc: tuple[Any, ...]) -> str:
 
 
 def parse_plan(text: str, toolbox: Toolbox, *, agent_steps: bool = False,
-               finished: Mapping[str, Any] | None = None, infer_depends: bool = False) -> Plan:
+               finished: Mapping[str, Any] | None = None, constrained: bool = False) -> Plan:
     """The plan in a planner's reply, checked against the tools; ``PlanInvalid`` lists what is
     wrong. ``finished`` holds the results of steps run before (a re-plan may use them).
-    ``infer_depends``: ``depends_on`` is read off the references (see ``plan_schema``)."""
+    ``constrained``: written under a grammar - ``depends_on`` is read off the references and the
+    answer is the one step nothing depends on (see ``plan_schema``)."""
     from pydantic import ValidationError
 
     value = _normalise(load_json(text))
@@ -265,9 +267,12 @@ def parse_plan(text: str, toolbox: Toolbox, *, agent_steps: bool = False,
         raise PlanInvalid("the plan does not have the required shape:\n" + "\n".join(lines)) from None
     steps = [Step(s.id, s.description, s.tool, s.args, s.instruction, tuple(s.depends_on))
              for s in model.steps]
-    if infer_depends:
+    if constrained:
         steps = infer_dependencies(steps, {s.id for s in steps} - set(finished or {}))
     answer = model.answer
+    if constrained and answer is None and not any(s.final for s in model.steps):
+        sinks = [s.id for s in steps if not any(s.id in t.depends_on for t in steps)]
+        answer = f"${sinks[0]}" if len(sinks) == 1 else None
     finals = [s.id for s in model.steps if s.final]
     errors = []
     if len(finals) > 1:

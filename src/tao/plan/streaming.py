@@ -69,9 +69,9 @@ class StepScanner:
 
 
 def read_step(text: str, before: Sequence[Step], toolbox: Toolbox, *, agent_steps: bool = False,
-              finished: Mapping[str, Any] | None = None, infer_depends: bool = False) -> Step:
+              finished: Mapping[str, Any] | None = None, constrained: bool = False) -> Step:
     """The step in ``text`` if it can run after ``before`` (the steps streamed so far), else
-    ``PlanInvalid`` saying why. ``infer_depends``: as in ``parse_plan``."""
+    ``PlanInvalid`` saying why. ``constrained``: as in ``parse_plan``."""
     from pydantic import ValidationError
 
     try:
@@ -86,7 +86,7 @@ def read_step(text: str, before: Sequence[Step], toolbox: Toolbox, *, agent_step
         raise PlanInvalid("\n".join(lines)) from None
     step = Step(model.id, model.description, model.tool, model.args, model.instruction,
                 tuple(model.depends_on))
-    if infer_depends:
+    if constrained:
         (step,) = infer_dependencies([step], {s.id for s in before} | {step.id})
     errors = check([*before, step], toolbox, agent_steps=agent_steps, finished=finished or {})
     if errors:
