@@ -240,6 +240,23 @@ def test_invalid_arguments_are_not_retried():
     assert not of(events, StepRetried)
 
 
+def test_a_tool_error_that_says_it_is_not_retryable_goes_straight_to_a_replan():
+    """calculate's CalculationError says retrying the same expression cannot help (seen with the
+    1.5B model: sum([...]) refused four times per plan, three plans in a row)."""
+    from tao import calculate
+
+    bad = {"steps": [{"id": "step1", "description": "the sum", "tool": "calculate",
+                      "args": {"expression": "sum([12, 24])"}, "depends_on": []}], "answer": "$step1"}
+    good = {"steps": [{"id": "step2", "description": "the sum", "tool": "calculate",
+                       "args": {"expression": "12 + 24"}, "depends_on": []}], "answer": "$step2"}
+    agent = PlanExecuteAgent(ScriptedModel([plan_reply(bad), plan_reply(good)]), [calculate])
+    result, events = run(agent, "12 + 24?")
+    assert (result.status, result.answer, result.tool_calls) == ("done", "36", 2)
+    [failed] = of(events, StepFailed)
+    assert failed.attempts == 1 and "not allowed in an expression" in failed.error
+    assert not of(events, StepRetried) and len(of(events, Replanned)) == 1
+
+
 PRICES = {"book": 12, "pen": 5}
 
 

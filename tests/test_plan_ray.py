@@ -317,3 +317,15 @@ def test_a_streamed_plan_and_an_agent_tool_work_with_ray_too():
     kinds = [e.kind for e in events]
     assert kinds.index("step_started") < kinds.index("plan_created")  # started while streaming
     assert {e.step_id for e in of(events, Nested)} == {"step2"}
+
+
+def test_an_error_that_is_not_retryable_is_tried_once_on_ray_too():
+    from tao import calculate
+
+    plan = {"steps": [{"id": "step1", "description": "the sum", "tool": "calculate",
+                       "args": {"expression": "sum([12, 24])"}, "depends_on": []}], "answer": "$step1"}
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [calculate], max_replans=0, executor="ray")
+    result, events = run(agent, "12 + 24?")
+    [failed] = of(events, StepFailed)
+    assert result.status == "error" and failed.attempts == 1 and not of(events, StepRetried)
+    assert "CalculationError: not allowed in an expression" in failed.error

@@ -367,3 +367,26 @@ print("ok")
 def test_a_spec_is_built_once():
     assert search.spec is search.spec
     assert json.loads(json.dumps(search.spec.parameters)) == search.spec.parameters
+
+
+async def test_a_result_says_whether_trying_again_can_help():
+    class Refused(ValueError):
+        retryable = False
+
+    @tool
+    def flaky(kind: str) -> str:
+        """Fails in the way asked for.
+
+        Args:
+            kind: refused or down
+        """
+        raise Refused("never with these arguments") if kind == "refused" else ConnectionError("down")
+
+    box = Toolbox([flaky])
+    refused = await box.execute(ToolCall("1", "flaky", {"kind": "refused"}))
+    down = await box.execute(ToolCall("2", "flaky", {"kind": "down"}))
+    invalid = await box.execute(ToolCall("3", "flaky", {"kind": 3}))
+    unknown = await box.execute(ToolCall("4", "nope", {}))
+    assert refused.is_error and not refused.retryable and "Refused: never" in refused.content
+    assert down.is_error and down.retryable
+    assert not invalid.retryable and not unknown.retryable

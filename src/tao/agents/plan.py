@@ -35,9 +35,6 @@ from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, Result, detect_language
 
 _END = object()
-_PERMANENT = ("Error: invalid arguments", "Error: unknown tool", "Error: the arguments for")
-
-
 @dataclass(slots=True)
 class _Run:
     """The state of one run (an agent may run several tasks at once)."""
@@ -222,8 +219,7 @@ class PlanExecuteAgent(Agent):
         else:  # our own pool: as many threads as steps may run at once
             loop = asyncio.get_running_loop()
             res = await loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call)
-        return Attempt(not res.is_error, res.content, res.value,
-                       retry=not res.content.startswith(_PERMANENT))
+        return Attempt(not res.is_error, res.content, res.value, retry=res.retryable)
 
     async def _run_agent_step(self, run: _Run, step: Step, instruction: str) -> Attempt:
         texts = prompts.table("plan")[run.lang]

@@ -80,14 +80,15 @@ def check_tools(toolbox: Toolbox, local: tuple[type, ...] = ()) -> None:
                             f"pickles every tool): {type(e).__name__}: {e}") from None
 
 
-def _call(run: Any, is_async: bool, kwargs: dict[str, Any]) -> tuple[bool, Any]:
-    """In the Ray worker: run the tool. ``(True, value)`` or ``(False, error text)``."""
+def _call(run: Any, is_async: bool, kwargs: dict[str, Any]) -> tuple[bool, Any, bool]:
+    """In the Ray worker: run the tool. ``(True, value, True)`` or ``(False, error text,
+    retryable)`` (see ``ToolResult.retryable``)."""
     try:
         if is_async:
-            return True, asyncio.run(run(**kwargs))
-        return True, run(**kwargs)
+            return True, asyncio.run(run(**kwargs)), True
+        return True, run(**kwargs), True
     except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
-        return False, f"Error: {type(e).__name__}: {e}"
+        return False, f"Error: {type(e).__name__}: {e}", getattr(e, "retryable", True) is not False
 
 
 class RayTools:
@@ -111,13 +112,13 @@ class RayTools:
         try:
             kwargs = t.validate(arguments)
         except InvalidArguments as e:
-            return ToolResult(f"Error: {e}", True, loop.time() - start)
+            return ToolResult(f"Error: {e}", True, loop.time() - start, retryable=False)
         if name not in self.refs:
             self.refs[name] = self.ray.put(shipped(t))
         ref = self.remote.remote(self.refs[name], t.is_async(), kwargs)
         try:
             work = asyncio.wrap_future(ref.future())
-            ok, value = await (asyncio.wait_for(work, t.timeout) if t.timeout else work)
+            ok, value, retryable = await (asyncio.wait_for(work, t.timeout) if t.timeout else work)
         except TimeoutError:
             self._cancel(ref)
             return ToolResult(f"Error: tool {name!r} timed out after {t.timeout} s", True,
@@ -128,7 +129,7 @@ class RayTools:
         except Exception as e:  # noqa: BLE001 - the worker died, the result did not unpickle...
             return ToolResult(f"Error: {type(e).__name__}: {e}", True, loop.time() - start)
         if not ok:
-            return ToolResult(value, True, loop.time() - start)
+            return ToolResult(value, True, loop.time() - start, retryable=retryable)
         return ToolResult(to_text(value), False, loop.time() - start, value)
 
     def _cancel(self, ref: Any) -> None:

@@ -28,6 +28,10 @@ class ToolResult:
     is_error: bool = False
     duration_s: float = 0.0
     value: Any = None  # the raw Python value, for callers that want more than text
+    #: ``False`` when the same call cannot succeed on a second try (bad arguments, an unknown
+    #: tool, or an exception whose class says ``retryable = False``); executors that retry
+    #: failed steps (Plan-and-Execute) go straight to re-planning instead
+    retryable: bool = True
 
 
 class InvalidArguments(ValueError):
@@ -266,11 +270,11 @@ class Toolbox:
         if t is None:
             available = ", ".join(self._tools) or "(none)"
             return ToolResult(f"Error: unknown tool {call.name!r}. Available tools: {available}",
-                              True, time.perf_counter() - start)
+                              True, time.perf_counter() - start, retryable=False)
         if call.parse_error:
             return ToolResult(f"Error: the arguments for {t.signature()} were not valid JSON "
                               f"({call.parse_error}). Send a JSON object.", True,
-                              time.perf_counter() - start)
+                              time.perf_counter() - start, retryable=False)
         try:
             kwargs = t.validate(call.arguments)
             if t.is_async():
@@ -286,13 +290,14 @@ class Toolbox:
             else:
                 value = t.run(**kwargs)
         except InvalidArguments as e:
-            return ToolResult(f"Error: {e}", True, time.perf_counter() - start)
+            return ToolResult(f"Error: {e}", True, time.perf_counter() - start, retryable=False)
         except TimeoutError as e:
             msg = (f"tool {t.name!r} timed out after {t.timeout} s" if t.timeout
                    else f"{type(e).__name__}: {e}")  # the tool's own timeout, not ours
             return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
-            return ToolResult(f"Error: {type(e).__name__}: {e}", True, time.perf_counter() - start)
+            return ToolResult(f"Error: {type(e).__name__}: {e}", True, time.perf_counter() - start,
+                              retryable=getattr(e, "retryable", True) is not False)
         return ToolResult(to_text(value), False, time.perf_counter() - start, value)
 
     async def execute_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:

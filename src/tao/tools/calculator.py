@@ -56,7 +56,9 @@ _NORMALISE = str.maketrans({"×": "*", "÷": "/", "（": "(", "）": ")", "＋":
 
 
 class CalculationError(ValueError):
-    pass
+    """An expression that is not allowed or cannot be computed: the same expression fails again."""
+
+    retryable = False
 
 
 def _bits(x: int | float) -> float:
