@@ -10,11 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-try:
-    from codeact_scripts import last_observation
-except ImportError:  # tests/ became a package
-    from .codeact_scripts import last_observation
+from codeact_scripts import last_observation
 
 from tao import ScriptedModel, prompts, tool
 from tao.agents.code_blocks import CODE_GRAMMAR

@@ -9,13 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from codeact_scripts import last_observation
 
-try:
-    from codeact_scripts import last_observation
-except ImportError:  # tests/ became a package
-    from .codeact_scripts import last_observation
-
-from tao import Message, ScriptedModel, tool_call
+from tao import ScriptedModel, tool_call
 from tao.compare import Row, compare, render_table
 
 XIAOMING = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"

@@ -9,41 +9,41 @@ import json
 import time
 
 import pytest
+from plan_scripts import (
+    SEED_PLAN,
+    SEED_TASK,
+    of,
+    plan_reply,
+    price,
+    price_plans,
+    sleep_step,
+    sleepy_tools,
+    step,
+)
 
 from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
 from tao.agents.plan import PlanExecuteAgent
-from tao.events import (Error, FinalAnswer, Nested, PlanCreated, Replanned, RunFinished,
-                        StepFailed, StepFinished, StepRetried, StepSkipped, StepStarted,
-                        TurnStarted, event_from_dict)
+from tao.events import (
+    Error,
+    Nested,
+    PlanCreated,
+    Replanned,
+    RunFinished,
+    StepFailed,
+    StepFinished,
+    StepRetried,
+    StepSkipped,
+    StepStarted,
+    TurnStarted,
+    event_from_dict,
+)
 from tao.models.base import Model
 
 
-def step(n, operation, a, b, *deps, description=""):
-    return {"id": f"step{n}", "description": description or f"{operation} {a} {b}",
-            "tool": "calculator", "args": {"operation": operation, "a": a, "b": b},
-            "depends_on": [f"step{d}" for d in deps]}
-
-
-# The seed's plan: books and pens in parallel, then their sum, then what is left.
-SEED_PLAN = {"steps": [step(1, "multiply", 3, 12, description="3 本书的钱"),
-                       step(2, "multiply", 2, 5, description="2 支笔的钱"),
-                       step(3, "add", "$step1", "$step2", 1, 2, description="一共花的钱"),
-                       step(4, "subtract", 50, "$step3", 3, description="还剩的钱")],
-             "answer": "他还剩 $step4 元"}
-
-
-def plan_reply(plan) -> str:
-    return json.dumps(plan, ensure_ascii=False)
-
-
-def run(agent, task="小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"):
+def run(agent, task=SEED_TASK):
     events = []
     result = agent.run(task, sinks=[events.append])
     return result, events
-
-
-def of(events, kind):
-    return [e for e in events if type(e) is kind]
 
 
 @pytest.mark.parametrize("task_id", ["seed-3-zh", "seed-3-en"])
@@ -257,31 +257,8 @@ def test_a_tool_error_that_says_it_is_not_retryable_goes_straight_to_a_replan():
     assert not of(events, StepRetried) and len(of(events, Replanned)) == 1
 
 
-PRICES = {"book": 12, "pen": 5}
-
-
-@tool
-def price(item: str) -> float:
-    """The price of one item in the shop.
-
-    Args:
-        item: the item's name
-    """
-    return PRICES[item]
-
-
 def test_a_failed_step_skips_its_dependents_and_the_replan_finishes_the_task():
-    first = {"steps": [
-        {"id": "step1", "description": "price of a book", "tool": "price", "args": {"item": "book"}, "depends_on": []},
-        {"id": "step2", "description": "price of a pencil", "tool": "price", "args": {"item": "pencil"}, "depends_on": []},
-        {"id": "step3", "description": "both", "tool": "calculator",
-         "args": {"operation": "add", "a": "$step1", "b": "$step2"}, "depends_on": ["step1", "step2"]},
-    ], "answer": "Together: $step3"}
-    second = {"steps": [
-        {"id": "step4", "description": "price of a pen", "tool": "price", "args": {"item": "pen"}, "depends_on": []},
-        {"id": "step5", "description": "both", "tool": "calculator",
-         "args": {"operation": "add", "a": "$step1", "b": "$step4"}, "depends_on": ["step4"]},
-    ], "answer": "Together: $step5"}
+    first, second = price_plans()
     model = ScriptedModel([plan_reply(first), plan_reply(second)])
     agent = PlanExecuteAgent(model, [price, calculator], retry_backoff=0, max_retries=1)
 
@@ -337,28 +314,6 @@ def test_a_step_timeout_is_a_failed_attempt():
 
 
 # -- parallelism -------------------------------------------------------------------------------
-
-def sleepy_tools():
-    @tool
-    async def wait(label: str, seconds: float) -> str:
-        """Sleep, then return the label."""
-        await asyncio.sleep(seconds)
-        return label
-
-    @tool
-    def block(label: str, seconds: float) -> str:
-        """Block a thread, then return the label."""
-        time.sleep(seconds)
-        return label
-
-    return [wait, block]
-
-
-def sleep_step(n, tool_name, seconds, *deps):
-    label = " ".join(["s%d" % n] + ["$step%d" % d for d in deps])
-    return {"id": f"step{n}", "description": f"sleep {seconds}", "tool": tool_name,
-            "args": {"label": label, "seconds": seconds}, "depends_on": [f"step{d}" for d in deps]}
-
 
 @pytest.mark.parametrize("tool_name", ["wait", "block"])
 def test_wall_time_follows_the_critical_path_not_the_sum(tool_name):

@@ -7,7 +7,6 @@ tool below counts its calls in a file.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -20,10 +19,22 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from plan_scripts import SEED_PLAN, SEED_TASK, of, price, price_plans, sleep_step, sleepy_tools, step
+from plan_scripts import plan_reply as reply
+
 from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
 from tao.agents.plan import PlanExecuteAgent
-from tao.events import (FinalAnswer, Nested, PlanCreated, Replanned, StepFailed, StepFinished,
-                        StepRetried, StepSkipped, StepStarted)
+from tao.events import (
+    FinalAnswer,
+    Nested,
+    PlanCreated,
+    Replanned,
+    StepFailed,
+    StepFinished,
+    StepRetried,
+    StepSkipped,
+    StepStarted,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,31 +45,9 @@ def local_ray():
     ray.shutdown()
 
 
-def step(n, operation, a, b, *deps, description=""):
-    return {"id": f"step{n}", "description": description or f"{operation} {a} {b}",
-            "tool": "calculator", "args": {"operation": operation, "a": a, "b": b},
-            "depends_on": [f"step{d}" for d in deps]}
-
-
-SEED_PLAN = {"steps": [step(1, "multiply", 3, 12, description="3 本书的钱"),
-                       step(2, "multiply", 2, 5, description="2 支笔的钱"),
-                       step(3, "add", "$step1", "$step2", 1, 2, description="一共花的钱"),
-                       step(4, "subtract", 50, "$step3", 3, description="还剩的钱")],
-             "answer": "他还剩 $step4 元"}
-SEED_TASK = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
-
-
-def reply(plan) -> str:
-    return json.dumps(plan, ensure_ascii=False)
-
-
 def run(agent, task=SEED_TASK):
     events = []
     return agent.run(task, sinks=[events.append]), events
-
-
-def of(events, kind):
-    return [e for e in events if type(e) is kind]
 
 
 def comparable(events):
@@ -143,31 +132,8 @@ def test_invalid_arguments_fail_at_once_without_a_ray_task():
     assert "invalid arguments for calculator" in failed.error and not of(events, StepRetried)
 
 
-PRICES = {"book": 12, "pen": 5}
-
-
-@tool
-def price(item: str) -> float:
-    """The price of one item in the shop.
-
-    Args:
-        item: the item's name
-    """
-    return PRICES[item]
-
-
 def test_a_failed_step_skips_its_dependents_and_the_replan_finishes_the_task():
-    first = {"steps": [
-        {"id": "step1", "description": "price of a book", "tool": "price", "args": {"item": "book"}, "depends_on": []},
-        {"id": "step2", "description": "price of a pencil", "tool": "price", "args": {"item": "pencil"}, "depends_on": []},
-        {"id": "step3", "description": "both", "tool": "calculator",
-         "args": {"operation": "add", "a": "$step1", "b": "$step2"}, "depends_on": ["step1", "step2"]},
-    ], "answer": "Together: $step3"}
-    second = {"steps": [
-        {"id": "step4", "description": "price of a pen", "tool": "price", "args": {"item": "pen"}, "depends_on": []},
-        {"id": "step5", "description": "both", "tool": "calculator",
-         "args": {"operation": "add", "a": "$step1", "b": "$step4"}, "depends_on": ["step4"]},
-    ], "answer": "Together: $step5"}
+    first, second = price_plans()
     model = ScriptedModel([reply(first), reply(second)])
     agent = PlanExecuteAgent(model, [price, calculator], retry_backoff=0, max_retries=1, executor="ray")
 
@@ -183,28 +149,6 @@ def test_a_failed_step_skips_its_dependents_and_the_replan_finishes_the_task():
     assert "- step1 (price of a book): 12" in model.calls[1][-1].content
     kinds = [e.kind for e in events]
     assert kinds.index("step_failed") < kinds.index("replanned") < kinds.index("final_answer")
-
-
-def sleepy_tools():
-    @tool
-    async def wait(label: str, seconds: float) -> str:
-        """Sleep, then return the label."""
-        await asyncio.sleep(seconds)
-        return label
-
-    @tool
-    def block(label: str, seconds: float) -> str:
-        """Block, then return the label."""
-        time.sleep(seconds)
-        return label
-
-    return [wait, block]
-
-
-def sleep_step(n, tool_name, seconds, *deps):
-    label = " ".join(["s%d" % n] + ["$step%d" % d for d in deps])
-    return {"id": f"step{n}", "description": f"sleep {seconds}", "tool": tool_name,
-            "args": {"label": label, "seconds": seconds}, "depends_on": [f"step{d}" for d in deps]}
 
 
 @pytest.mark.parametrize("tool_name", ["wait", "block"])

@@ -9,27 +9,22 @@ import subprocess
 import sys
 
 import pytest
+from plan_scripts import SEED_PLAN, SEED_TASK, price, price_plans, step
 
-from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
+from tao import ReActAgent, ScriptedModel, calculator, tool_call
 from tao.agents.plan import PlanExecuteAgent
-from tao.events import (Nested, PlanCreated, RunStarted, StepFailed, StepFinished, StepRetried,
-                        StepSkipped, StepStarted, Thought)
+from tao.events import (
+    Nested,
+    PlanCreated,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepRetried,
+    StepSkipped,
+    StepStarted,
+    Thought,
+)
 from tao.sinks.plan_view import PlanView, nested_line, runs
-
-SEED_TASK = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
-
-
-def step(n, operation, a, b, *deps, description=""):
-    return {"id": f"step{n}", "description": description or f"{operation} {a} {b}",
-            "tool": "calculator", "args": {"operation": operation, "a": a, "b": b},
-            "depends_on": [f"step{d}" for d in deps]}
-
-
-SEED_PLAN = {"steps": [step(1, "multiply", 3, 12, description="3 本书的钱"),
-                       step(2, "multiply", 2, 5, description="2 支笔的钱"),
-                       step(3, "add", "$step1", "$step2", 1, 2, description="一共花的钱"),
-                       step(4, "subtract", 50, "$step3", 3, description="还剩的钱")],
-             "answer": "他还剩 $step4 元"}
 
 
 def console(terminal=False):
@@ -76,27 +71,8 @@ def test_the_seed_plan_is_drawn_then_each_step_reports_as_it_runs():
     assert "✔ step4  还剩的钱" in final and "→ 4" in final and "○" not in final
 
 
-PRICES = {"book": 12, "pen": 5}
-
-
-@tool
-def price(item: str) -> float:
-    """The price of one item."""
-    return PRICES[item]
-
-
 def test_retries_failures_skips_and_a_replan_show_their_marks():
-    first = {"steps": [
-        {"id": "step1", "description": "book", "tool": "price", "args": {"item": "book"}, "depends_on": []},
-        {"id": "step2", "description": "pencil", "tool": "price", "args": {"item": "pencil"}, "depends_on": []},
-        {"id": "step3", "description": "both", "tool": "calculator",
-         "args": {"operation": "add", "a": "$step1", "b": "$step2"}, "depends_on": ["step1", "step2"]},
-    ], "answer": "Together: $step3"}
-    second = {"steps": [
-        {"id": "step4", "description": "pen", "tool": "price", "args": {"item": "pen"}, "depends_on": []},
-        {"id": "step5", "description": "both", "tool": "calculator",
-         "args": {"operation": "add", "a": "$step1", "b": "$step4"}, "depends_on": ["step4"]},
-    ], "answer": "Together: $step5"}
+    first, second = price_plans(lambda item: item)
     agent = PlanExecuteAgent(ScriptedModel([json.dumps(first), json.dumps(second)]), [price, calculator],
                              retry_backoff=0, max_retries=1)
     result, view, out = run_with_view(agent, "book and pen?")
