@@ -17,23 +17,21 @@ import argparse
 import time
 from pathlib import Path
 
-from tao import PlanExecuteAgent, ReActAgent, calculate, calculator
-from tao.agents.codeact import CodeActAgent
+from tao import calculate, calculator
+from tao.compare import build as build_agent
 from tao.evals import is_correct, load_tasks
 from tao.models.resolve import resolve_model
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 KINDS = ("codeact", "react", "react-text", "plan")
+MAX_TURNS = {"codeact": 5, "react": 8, "react-text": 8, "plan": 10}  # the plan ignores it
 
 
 def build(kind: str, model):
-    tools = [calculate, calculator]
-    if kind == "codeact":  # its own sandbox per run, started and closed inside the timed run
-        return CodeActAgent(model, tools, max_turns=5)
-    if kind == "plan":
-        return PlanExecuteAgent(model, tools)
-    return ReActAgent(model, tools, protocol="text" if kind == "react-text" else "tools",
-                      max_turns=8)
+    """``tao.compare.build`` - the agent ``tao compare`` and ``tao run --agent`` make - with the
+    benchmark's turn budgets (the CodeAct agent makes and closes its own sandbox per run, inside
+    the timed run)."""
+    return build_agent(kind, model, [calculate, calculator], max_turns=MAX_TURNS[kind])
 
 
 def suite(name: str, tasks: list[dict], kind: str, model, summary: dict,

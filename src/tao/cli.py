@@ -24,16 +24,12 @@ import typer
 
 from . import __version__
 from .agents.base import Agent, Result
-from .agents.codeact import CodeActAgent
-from .agents.react import ReActAgent
 from .errors import LocalModelError, ModelConfigError, TaoError
 from .models.base import Model
 from .models.resolve import resolve_model
 from .sinks.console import ConsoleSink
 from .sinks.jsonl import JsonlTrace
 from .tools.calculator import calculate, calculator
-
-AGENTS = ("react", "react-text", "codeact", "plan")
 
 app = typer.Typer(
     name="tao", help="ReAct agents that show their work: Thought, Action, Observation.",
@@ -51,19 +47,9 @@ class AgentKind(str, Enum):
 def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
     """The agent ``--agent`` names, with the built-in calculators as its tools (CodeAct adds the
     seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or ``$TAO_SANDBOX``)."""
-    agent = getattr(agent, "value", agent)
-    tools = [calculate, calculator]
-    if agent == "react":
-        return ReActAgent(model, tools, protocol="tools", max_turns=max_turns)
-    if agent == "react-text":
-        return ReActAgent(model, tools, protocol="text", max_turns=max_turns)
-    if agent == "codeact":
-        return CodeActAgent(model, tools, max_turns=max_turns)
-    if agent == "plan":
-        from .agents.plan import PlanExecuteAgent
+    from .compare import build
 
-        return PlanExecuteAgent(model, tools)
-    raise ValueError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
+    return build(getattr(agent, "value", agent), model, [calculate, calculator], max_turns)
 
 
 def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
