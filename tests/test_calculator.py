@@ -49,6 +49,36 @@ async def test_unknown_operation_is_an_observation():
     assert result.is_error and "- operation: Input should be 'add', 'subtract', 'multiply' or 'divide'" in result.content
 
 
+@pytest.mark.parametrize("arguments, message", [
+    ({"operation": "multiply", "a": 1e308, "b": 10}, "result is not finite"),
+    ({"operation": "add", "a": 1.7e308, "b": 1.7e308}, "result is not finite"),
+    ({"operation": "divide", "a": 1e308, "b": 1e-308}, "result is not finite"),
+    ({"operation": "add", "a": float("inf"), "b": 1}, "a is not a finite number (inf)"),
+    ({"operation": "subtract", "a": 1, "b": float("-inf")}, "b is not a finite number (-inf)"),
+    ({"operation": "multiply", "a": float("nan"), "b": 0}, "a is not a finite number (nan)"),
+    ({"operation": "add", "a": "inf", "b": 1}, "a is not a finite number (inf)"),  # lax validation
+])
+async def test_calculator_refuses_non_finite_numbers_like_calculate(arguments, message):
+    """inf and nan are refused as calculate refuses them: a CalculationError observation that says
+    retrying the same call is pointless (the plan executor re-plans at once)."""
+    result = await run(calculator, **arguments)
+    assert result.is_error and not result.retryable
+    assert result.content == f"Error: CalculationError: {message}"
+    same = await run(calculate, expression="1e308 * 10")
+    assert same.content == "Error: CalculationError: result is not finite" and not same.retryable
+
+
+async def test_calculator_refuses_infinity_sent_as_json_by_a_model():
+    from tao.models.openai import parse_arguments
+
+    for raw in ('{"operation": "add", "a": Infinity, "b": 1}', '{"operation": "add", "a": 1e999, "b": 1}',
+                '{"operation": "add", "a": NaN, "b": 1}'):
+        arguments, error = parse_arguments(raw)
+        assert error is None
+        result = await Toolbox([calculator]).execute(ToolCall("c1", "calculator", arguments))
+        assert result.is_error and "CalculationError: a is not a finite number" in result.content
+
+
 # -- the expression calculator: ordinary arithmetic ------------------------------------------
 
 @pytest.mark.parametrize("expression, value", [

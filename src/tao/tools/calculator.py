@@ -3,6 +3,8 @@
 ``calculator`` is the four-operation tool of seed 000 §4.5. ``calculate`` evaluates an arithmetic
 expression by walking its AST against a whitelist - never ``eval`` - and refuses anything else,
 including powers and products whose result would be huge (``9**9**9``), before computing them.
+Both refuse numbers that are not finite (``inf``, ``nan``), in their input or their result, with a
+``CalculationError``: a model copies whatever a tool returns into its answer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from typing import Literal
 from .base import tool
 
 
+class CalculationError(ValueError):
+    """A calculation that is not allowed or cannot be computed: the same call fails again, so
+    ``retryable = False`` (a plan step goes to re-planning at once instead of being retried)."""
+
+    retryable = False
+
+
 @tool
 def calculator(operation: Literal["add", "subtract", "multiply", "divide"], a: float, b: float) -> float:
     """四则运算计算器 / Four-operation calculator: add, subtract, multiply or divide two numbers.
@@ -24,15 +33,22 @@ def calculator(operation: Literal["add", "subtract", "multiply", "divide"], a: f
         a: the first number
         b: the second number
     """
+    for name, x in (("a", a), ("b", b)):
+        if not math.isfinite(x):  # JSON from a model can carry Infinity, NaN or 1e999
+            raise CalculationError(f"{name} is not a finite number ({x})")
     if operation == "add":
-        return a + b
-    if operation == "subtract":
-        return a - b
-    if operation == "multiply":
-        return a * b
-    if b == 0:
+        value = a + b
+    elif operation == "subtract":
+        value = a - b
+    elif operation == "multiply":
+        value = a * b
+    elif b == 0:
         raise ZeroDivisionError("division by zero / 除数不能为 0")
-    return a / b
+    else:
+        value = a / b
+    if not math.isfinite(value):  # 1e308 * 10: an answer the model would copy as "inf"
+        raise CalculationError("result is not finite")
+    return value
 
 
 MAX_EXPRESSION_CHARS = 1000
@@ -53,12 +69,6 @@ _FUNCS = {
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 _NORMALISE = str.maketrans({"×": "*", "÷": "/", "（": "(", "）": ")", "＋": "+", "－": "-",
                             "−": "-", "＊": "*", "／": "/", "^": "**", "，": ","})
-
-
-class CalculationError(ValueError):
-    """An expression that is not allowed or cannot be computed: the same expression fails again."""
-
-    retryable = False
 
 
 def _bits(x: int | float) -> float:
