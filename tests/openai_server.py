@@ -17,12 +17,19 @@ Responses:
   ``Transfer-Encoding: chunked``, like api.openai.com; as one ``chat.completion`` JSON object when
   the request does not stream.
 * ``Error(status, message, headers={...})`` - an error status with an OpenAI-style JSON body.
-* ``Reply(..., delay_s=0.5)`` waits before answering (a stalled server, for timeouts).
+* ``Reply(..., delay_s=0.5)`` waits before answering (a stalled server, for timeouts);
+  ``chunk_delay_s=0.1`` waits before each text chunk (a slow model that keeps talking).
 * ``Cut(text)`` - a stream that sends the first chunks of ``text`` and then drops the connection
   without ``[DONE]`` and without the final empty HTTP chunk. ``Cut(text, clean=True)`` ends the
   body properly (terminating chunk sent) but still without a finish_reason or ``[DONE]``: a
   server that gave up half-way. ``Cut(text, error_event="overloaded")`` sends an in-stream
   error event (``data: {"error": {...}}``) as the OpenAI API does when it fails mid-stream.
+* ``Hang()`` - reads the request and answers nothing (a dead endpoint that accepted the
+  connection); ``Hang(after_chunks=2)`` sends the headers and the first chunks of ``text``, then
+  falls silent. Either way it lets go after ``seconds`` or when the server stops.
+* ``Raw(body, content_type)`` - 200 with these bytes as the body (an HTML page, binary data);
+  ``Raw(body, text="Hi")`` streams ``text`` as valid chunks first and then the bytes (a stream
+  that turns to garbage mid-way, e.g. a truncated ``data:`` line).
 
 Every request is recorded in ``requests`` (path, lower-cased headers, parsed JSON body, arrival time). When
 the script runs out the server answers 418 with a message saying so, which the client reports as
@@ -49,6 +56,7 @@ class Reply:
     usage: tuple[int, int] | None = (11, 7)  # (prompt_tokens, completion_tokens); None: no usage
     finish_reason: str | None = None  # default: "tool_calls" when there are calls, else "stop"
     delay_s: float = 0.0  # wait this long before answering (to provoke client timeouts)
+    chunk_delay_s: float = 0.0  # and this long before each text chunk (a slow, steady stream)
 
 
 @dataclass
@@ -69,7 +77,23 @@ class Cut:
     error_event: str | None = None  # send `data: {"error": {"message": ...}}` before ending
 
 
-Response = Reply | Error | Cut
+@dataclass
+class Hang:
+    after_chunks: int = 0  # 0: not even the headers
+    text: str = "partial answer"
+    chunk_size: int = 4
+    seconds: float = 60.0  # lets go after this long (the client should have given up long before)
+
+
+@dataclass
+class Raw:
+    body: bytes
+    content_type: str = "text/event-stream; charset=utf-8"
+    text: str = ""  # streamed as valid chunks before body (an event stream that goes bad)
+    chunk_size: int = 4
+
+
+Response = Reply | Error | Cut | Hang | Raw
 
 
 def _pieces(s: str, n: int) -> list[str]:
@@ -86,6 +110,7 @@ class OpenAIServer:
         self.responses: deque[Response] = deque(responses or [])
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # lets hanging handlers go
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -122,6 +147,7 @@ class OpenAIServer:
         class Handler(_Handler):
             owner = server
 
+        self._stopping.clear()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
@@ -130,6 +156,7 @@ class OpenAIServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -218,7 +245,11 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(response.delay_s)
         model = body.get("model") or self.owner.model
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        if isinstance(response, Cut):
+        if isinstance(response, Hang):
+            self._hang(response, model)
+        elif isinstance(response, Raw):
+            self._raw(response, model)
+        elif isinstance(response, Cut):
             self._cut(response, model)
         elif body.get("stream"):
             self._stream(response, model, include_usage)
@@ -237,6 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_stream()
         self._event(self._delta(model, {"role": "assistant", "content": ""}))
         for piece in _pieces(r.text, r.chunk_size):
+            time.sleep(r.chunk_delay_s)
             self._event(self._delta(model, {"content": piece}))
         for index, (call_id, name, arguments) in enumerate(r.tool_calls):
             self._event(self._delta(model, {"tool_calls": [{
@@ -265,6 +297,30 @@ class _Handler(BaseHTTPRequestHandler):
         if r.clean or r.error_event is not None:
             self._chunk(b"")
         self.close_connection = True  # drop the socket when the handler returns
+
+    def _hang(self, r: Hang, model: str) -> None:
+        if r.after_chunks:
+            self._start_stream(close=True)
+            self._event(self._delta(model, {"role": "assistant", "content": ""}))
+            for piece in _pieces(r.text, r.chunk_size)[: r.after_chunks]:
+                self._event(self._delta(model, {"content": piece}))
+        self.owner._stopping.wait(r.seconds)
+        self.close_connection = True
+
+    def _raw(self, r: Raw, model: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", r.content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if r.text:
+            self._event(self._delta(model, {"role": "assistant", "content": ""}))
+            for piece in _pieces(r.text, r.chunk_size):
+                self._event(self._delta(model, {"content": piece}))
+        if r.body:
+            self._chunk(r.body)
+        self._chunk(b"")
+        self.close_connection = True
 
     def _complete(self, r: Reply, model: str) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": r.text or None}

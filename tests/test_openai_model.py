@@ -10,15 +10,15 @@ import time
 
 import pytest
 
-from tao import Message, ReActAgent, ToolCall, calculator
+from tao import Message, ReActAgent, ToolCall, calculator, tool
 from tao.errors import ModelConfigError, ModelError
 from tao.models.base import ModelResponse, Retrying, ToolSpec
-from tao.models.openai import OpenAIModel, resolve_settings
+from tao.models.openai import MAX_ARGUMENT_DEPTH, OpenAIModel, parse_arguments, resolve_settings
 
 try:
-    from openai_server import Cut, Error, OpenAIServer, Reply
+    from openai_server import Cut, Error, Hang, OpenAIServer, Raw, Reply
 except ImportError:  # tests/ became a package
-    from .openai_server import Cut, Error, OpenAIServer, Reply
+    from .openai_server import Cut, Error, Hang, OpenAIServer, Raw, Reply
 
 ENV = ["TAO_BASE_URL", "TAO_API_KEY", "TAO_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
        "OPENAI_MODEL", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DEEPSEEK_MODEL"]
@@ -396,3 +396,157 @@ def test_react_agent_end_to_end(server):
     # a second run starts a new event loop: the model makes a new client for it
     server.push(Reply("again"))
     assert ReActAgent(model, tools=[calculator]).run("hi").answer == "again"
+
+
+# -- timeouts: a dead endpoint fails in bounded time --------------------------------------------
+@pytest.mark.parametrize("hang", [Hang(), Hang(after_chunks=2)], ids=["no-answer", "silent-mid-stream"])
+async def test_a_hanging_endpoint_fails_within_timeout_times_attempts(server, hang):
+    """With the default retries (4), a silent endpoint is tried twice, not five times: the call
+    fails after about 2 x timeout, and the error names the URL and the timeout."""
+    server.push(hang, hang)
+    model = OpenAIModel("m", base_url=server.url, api_key="x", timeout=0.4)  # real sleeps
+    start = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        await collect(model)
+    elapsed = time.monotonic() - start
+    assert 2 * 0.4 <= elapsed < 2 * 0.4 + 0.5 + 1.5  # two attempts + one backoff (<= 0.5 s) + slack
+    assert len(server.requests) == 2
+    msg = str(info.value)
+    assert not isinstance(info.value, ModelConfigError)
+    assert server.url in msg and "2 attempts" in msg and "no data for 0.4 s" in msg and "--timeout" in msg
+
+
+async def test_timeout_retries_zero_gives_up_after_one_silent_attempt(server):
+    server.push(Hang())
+    model = OpenAIModel("m", base_url=server.url, api_key="x", timeout=0.3, timeout_retries=0)
+    start = time.monotonic()
+    with pytest.raises(ModelError, match="1 attempt;"):
+        await collect(model)
+    assert time.monotonic() - start < 0.3 + 1.0 and len(server.requests) == 1
+
+
+async def test_timeout_is_silence_not_a_limit_on_a_long_answer(server, make_model):
+    """A slow model that keeps streaming (1.2 s in all, 0.1 s between chunks) is not cut off by
+    a 0.5 s timeout: the timeout is the silence allowed, before the first token and between two."""
+    server.push(Reply("one two three four five six seven eight nine ten eleven twelve",
+                      chunk_size=5, chunk_delay_s=0.1))
+    texts, retries, r, _ = await collect(make_model(timeout=0.5))
+    assert not retries and r.message.content.endswith("twelve") and len(texts) == 13
+
+
+def test_timeout_settings():
+    from openai import Timeout
+
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="x")
+    assert (model.timeout, model.timeout_retries) == (60.0, 1)  # a dead endpoint: about 2 minutes
+    assert model._timeouts().read == 60.0 and model._timeouts().connect == 10.0
+    short = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="x", timeout=3)
+    assert short._timeouts().connect == 3.0
+    custom = Timeout(30.0, connect=2.0)
+    assert OpenAIModel("m", base_url="http://x/v1", api_key="x", timeout=custom)._timeouts() is custom
+    for bad in (0, -1, float("nan"), "10", None):
+        with pytest.raises(ValueError, match="timeout must be"):
+            OpenAIModel("m", base_url="http://x/v1", api_key="x", timeout=bad)
+
+
+# -- answers that are not an OpenAI event stream ------------------------------------------------
+NGINX = b"<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head><body></body></html>\n"
+
+
+@pytest.mark.parametrize("raw, received", [
+    (Raw(NGINX, "text/html; charset=utf-8"), "text/html without any data: events: '<!DOCTYPE html>"),
+    (Raw(bytes(range(256)) * 8, "application/octet-stream"), "not UTF-8 text (at byte 114 of a line): ...b'XYZ"),
+    (Raw(b"data: \xff\xfe garbage\n\n"), "not UTF-8 text (at byte 6 of a line): b'data: \\xff"),
+    (Raw(b'data: {"id": "chatcmpl-test", "choi\n\n'), 'not JSON (Unterminated string starting at): \'{"id": "chatcmpl-test", "choi\''),
+    (Raw(b'data: "hello"\n\n'), "not a chat.completion.chunk: 'hello'"),
+    (Raw(b'{"object": "chat.completion", "choices": []}', "application/json"), "application/json without any data: events"),
+], ids=["html", "binary", "binary-event", "truncated-event", "json-string", "json-document"])
+async def test_an_answer_that_is_not_an_event_stream_is_a_config_error_naming_the_url(
+        server, make_model, raw, received):
+    """Nothing valid came back: the URL points at something else. A clear error at once - the
+    URL, what was received (shortened), what to check - and no retries."""
+    server.push(raw, raw)
+    model = make_model()
+    with pytest.raises(ModelConfigError) as info:
+        await collect(model)
+    msg = str(info.value)
+    assert f"{server.url}/chat/completions did not answer with an OpenAI event stream" in msg
+    assert received in msg and "TAO_BASE_URL" in msg and len(msg) < 600
+    assert len(server.requests) == 1 and model.slept == []
+    server.responses.clear()  # the retry that must not happen
+
+
+async def test_a_stream_that_turns_to_garbage_midway_is_retried(server, make_model):
+    broken = Raw(b'data: {"id": "chatcmpl-test", "choi\n\n', text="Hello the")
+    server.push(broken, Reply("Hello there."))
+    _, retries, r, _ = await collect(make_model())
+    assert r.message.content == "Hello there."
+    assert "invalid event stream after 4 chunks" in retries[0].reason and "not JSON" in retries[0].reason
+
+
+async def test_garbage_on_every_attempt_is_a_model_error_naming_the_url(server, make_model):
+    server.push(*[Raw(b"data: \xc3\x28\n\n", text="Hi")] * 3)
+    with pytest.raises(ModelError) as info:
+        await collect(make_model(max_retries=2))
+    msg = str(info.value)
+    assert not isinstance(info.value, ModelConfigError)
+    assert server.url in msg and "3 attempts" in msg and "not UTF-8" in msg and "b'data: \\xc3(" in msg
+
+
+# -- hostile tool arguments and text --------------------------------------------------------------
+def nested(depth: int) -> str:
+    return '{"a": ' + "[" * depth + "1" + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("raw", [
+    "[" * 1000, "[" * 100_000, nested(1000), nested(MAX_ARGUMENT_DEPTH), '{"a": ' + "1" * 5000 + "}",
+], ids=["open-1000", "open-100000", "nested-1000", "nested-at-limit", "5000-digits"])
+def test_parse_arguments_never_raises(raw):
+    arguments, error = parse_arguments(raw)
+    assert arguments == {} and error
+    assert len(error) < 300
+
+
+def test_parse_arguments_keeps_nesting_up_to_the_limit():
+    arguments, error = parse_arguments(nested(MAX_ARGUMENT_DEPTH - 1))  # the object + 99 lists
+    assert error is None
+    value, depth = arguments["a"], 1
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert (value, depth) == (1, MAX_ARGUMENT_DEPTH)
+
+
+async def test_deep_tool_arguments_become_an_observation_and_the_run_goes_on(server):
+    server.push(Reply(tool_calls=[("call_1", "calculator", nested(1000))]), Reply("I give up: 42"))
+    model = OpenAIModel("m", base_url=server.url, api_key="x")
+    result = await ReActAgent(model, tools=[calculator]).arun("15 + 27?")
+    assert result.status == "done" and result.answer == "I give up: 42"
+    observation = server.bodies[1]["messages"][-1]
+    assert observation["role"] == "tool" and "nested deeper than 100 levels" in observation["content"]
+
+
+@tool
+def echo(text: str) -> str:
+    """Say the text back.
+
+    Args:
+        text: what to say
+    """
+    return f"you said: {text}"
+
+
+def test_lone_surrogates_do_not_break_the_next_request(server):
+    """A model that writes "\\udcff" (a JSON escape for half a character) in its text and in a
+    tool's arguments: the next request still goes out, with U+FFFD where the half was."""
+    server.push(Reply("Let me echo \udcff.", tool_calls=[("call_1", "echo", '{"text": "a\\udcffb"}')]),
+                Reply("done"))
+    model = OpenAIModel("m", base_url=server.url, api_key="x")
+    result = ReActAgent(model, tools=[echo]).run("echo \udcfe, please")  # a task from bad argv bytes
+    assert result.status == "done", result.error
+    assert result.answer == "done"
+    first, second = server.bodies
+    assert first["messages"][-1] == {"role": "user", "content": "echo \ufffd, please"}
+    assistant, observation = second["messages"][-2:]
+    assert assistant["content"] == "Let me echo \ufffd."
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"text": "a\ufffdb"}
+    assert observation == {"role": "tool", "tool_call_id": "call_1", "content": "you said: a\ufffdb"}

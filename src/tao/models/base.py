@@ -40,6 +40,12 @@ class Retrying:
 
 Chunk = str | Retrying | ModelResponse
 
+#: Seconds a model behind a network may stay silent (before its first token, between chunks)
+#: before the attempt is given up: ample for a big model reading a long prompt, and far below the
+#: minutes a dead endpoint would otherwise cost. Here, not in openai.py, so that the CLI can show
+#: it without importing the SDK.
+DEFAULT_TIMEOUT_S = 60.0
+
 
 class Model(ABC):
     """Base class of models. Subclasses implement ``stream``.

@@ -9,10 +9,23 @@ by ``import tao``.
 Retries are ours, not the SDK's (the client is built with ``max_retries=0``), so that each retry
 is visible to the agent as a ``Retrying`` chunk - which also voids the text streamed so far in
 the call, since the whole request starts again. Retried: 408, 409, 429, 5xx, connection errors,
-timeouts, and a stream that stops before the model finished (connection dropped mid-way, or a
-body that ends without any ``finish_reason``). ``Retry-After`` / ``retry-after-ms`` are honoured.
-Not retried, raised at once as ``ModelConfigError``: 401/403 (key), 404 (model or URL), other
-4xx (a request the server will never accept), 429 ``insufficient_quota``.
+a stream that stops before the model finished (connection dropped mid-way, or a body that ends
+without any ``finish_reason``) or turns to garbage mid-way (bytes that are not UTF-8, a ``data:``
+line that is not JSON). ``Retry-After`` / ``retry-after-ms`` are honoured. Not retried, raised at
+once as ``ModelConfigError``: 401/403 (key), 404 (model or URL), other 4xx (a request the server
+will never accept), 429 ``insufficient_quota``, and an answer that is not an OpenAI event stream
+from the start (an HTML page, binary data: the base URL points somewhere else).
+
+``timeout`` is how long the endpoint may stay silent - before the first byte of the answer (a big
+model reading a long prompt) and between two chunks of it - not a limit on a long answer that keeps
+streaming; connecting gets ``min(timeout, 10)`` s. A timed-out attempt is tried again only
+``timeout_retries`` times (default once: a server that said nothing for a minute rarely answers the
+next second), so a dead endpoint fails after at most ``(1 + timeout_retries) * timeout`` seconds
+plus one backoff: about 2 minutes by default (it was 5: one silent minute per attempt).
+
+Strings go out UTF-8-safe: a lone surrogate (``"\\udcff"``, which JSON escapes and undecodable
+command-line bytes produce) is sent as U+FFFD, since httpx cannot encode it and the whole request
+would fail. Nothing else is changed.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import time
 import uuid
 import weakref
@@ -30,7 +44,7 @@ from typing import Any
 
 from ..errors import ModelConfigError, ModelError
 from ..messages import Message, ToolCall, Usage
-from .base import Chunk, Model, ModelResponse, Retrying, ToolSpec
+from .base import DEFAULT_TIMEOUT_S, Chunk, Model, ModelResponse, Retrying, ToolSpec
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
@@ -39,6 +53,12 @@ DEEPSEEK_MODEL = "deepseek-chat"
 NO_KEY = "not-needed"  # sent to servers that take any key (vLLM, Ollama, llama.cpp server)
 RETRY_AFTER_MAX_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
+CONNECT_TIMEOUT_MAX_S = 10.0
+#: Deeper tool arguments are refused (an observation for the model): no tool needs them, and
+#: Python's recursion limit (json, validation, the trace) would otherwise end the run somewhere.
+MAX_ARGUMENT_DEPTH = 100
+SAMPLE_BYTES = 2048  # of a bad answer's body, kept to say what it was
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _env(*names: str) -> str | None:
@@ -80,19 +100,21 @@ def resolve_settings(model: str | None = None, base_url: str | None = None,
 
 # -- wire format ------------------------------------------------------------------------------
 def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """tao messages -> OpenAI chat-completions ``messages``."""
+    """tao messages -> OpenAI chat-completions ``messages`` (strings made ``wire_safe``)."""
     out: list[dict[str, Any]] = []
     for m in messages:
+        content = wire_safe(m.content)
         if m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+            out.append({"role": "tool", "tool_call_id": wire_safe(m.tool_call_id) or "",
+                        "content": content})
         elif m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": m.content or None, "tool_calls": [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name,
-                              "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+            out.append({"role": "assistant", "content": content or None, "tool_calls": [
+                {"id": wire_safe(c.id), "type": "function",
+                 "function": {"name": wire_safe(c.name),
+                              "arguments": wire_safe(json.dumps(c.arguments, ensure_ascii=False))}}
                 for c in m.tool_calls]})
         else:
-            out.append({"role": m.role, "content": m.content})
+            out.append({"role": m.role, "content": content})
     return out
 
 
@@ -101,17 +123,41 @@ def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
                                               "parameters": t.parameters}} for t in tools]
 
 
+def wire_safe(text: str | None) -> str | None:
+    """``text`` with each lone surrogate replaced by U+FFFD: a model's ``"\\udcff"`` escape, or
+    undecodable bytes of a command line, must not make the next request unencodable."""
+    return _SURROGATE.sub("\ufffd", text) if text else text
+
+
 def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """The arguments string of a tool call -> ``(dict, None)`` or ``({}, why)``."""
+    """The arguments string of a tool call -> ``(dict, None)`` or ``({}, why)``; never raises,
+    whatever the model sent (the why becomes the model's observation)."""
     if not raw.strip():
         return {}, None
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
         return {}, f"{e.msg} at character {e.pos} of {_clip(raw)!r}"
+    except RecursionError:
+        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_clip(raw, 80)!r}"
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        return {}, f"{e} in {_clip(raw, 80)!r}"
     if not isinstance(value, dict):
         return {}, f"expected a JSON object, got {type(value).__name__} {_clip(raw)!r}"
+    if _too_deep(value, MAX_ARGUMENT_DEPTH):
+        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_clip(raw, 80)!r}"
     return value, None
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _clip(s: str, n: int = 200) -> str:
@@ -127,8 +173,43 @@ class _Turn:
         self.finish_reason: str | None = None
         self.usage = Usage()
         self.chunks = 0
+        self.content_type = ""
+        self.received = bytearray()  # the body's first bytes, to show what a bad answer was
+
+    def record(self, response: Any) -> None:
+        """Keep the first bytes of ``response``'s body as the SDK reads it. The SDK decodes the
+        stream from ``response.aiter_bytes()``, so wrapping that one method sees every byte
+        without reading anything ahead of it (a valid stream is never delayed or buffered)."""
+        self.content_type = response.headers.get("content-type", "").split(";")[0].strip()
+        inner = response.aiter_bytes
+
+        async def aiter_bytes(*args: Any, **kwargs: Any) -> AsyncIterator[bytes]:
+            async for part in inner(*args, **kwargs):
+                if len(self.received) < SAMPLE_BYTES:
+                    self.received += part[: SAMPLE_BYTES - len(self.received)]
+                yield part
+
+        response.aiter_bytes = aiter_bytes
+
+    def garbage(self, e: Exception) -> str | None:
+        """What was wrong with a body that is not a valid event stream, or None when it is one
+        (that merely ended too soon)."""
+        if isinstance(e, UnicodeDecodeError):
+            at = max(0, e.start - 40)
+            return (f"bytes that are not UTF-8 text (at byte {e.start} of a line): "
+                    f"{'...' if at else ''}{_clip_bytes(bytes(e.object)[at:])}")
+        if isinstance(e, json.JSONDecodeError):
+            return f"a data: line that is not JSON ({e.msg}): {_clip(e.doc, 120)!r}"
+        if isinstance(e, _NotAChunk):
+            return f"a data: line that is not a chat.completion.chunk: {_clip(repr(e.args[0]), 120)}"
+        if not self.chunks and bytes(self.received).strip():
+            return (f"{self.content_type or 'no Content-Type'} without any data: events: "
+                    f"{_clip_bytes(bytes(self.received))}")
+        return None
 
     def feed(self, chunk: Any) -> str:
+        if not hasattr(chunk, "choices"):  # JSON, but a string, a number or a list
+            raise _NotAChunk(chunk)
         self.chunks += 1
         usage = getattr(chunk, "usage", None)
         if usage is not None:
@@ -176,6 +257,28 @@ class _Incomplete(Exception):
     """The body ended cleanly but the model never finished (no finish_reason): a cut stream."""
 
 
+class _NotAChunk(Exception):
+    """A ``data:`` event that is JSON but not an object."""
+
+
+def _is_timeout(e: Exception) -> bool:
+    import openai
+
+    return isinstance(e, openai.APITimeoutError)
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:g} s"
+
+
+def _clip_bytes(data: bytes, n: int = 120) -> str:
+    """Received bytes, shortened: as text when they are UTF-8, else as a bytes literal."""
+    try:
+        return repr(_clip(" ".join(data.decode("utf-8").split()), n))
+    except UnicodeDecodeError:
+        return _clip(repr(data[:n]), n)
+
+
 class OpenAIModel(Model):
     """A chat model behind an OpenAI-compatible endpoint.
 
@@ -184,19 +287,29 @@ class OpenAIModel(Model):
     to a local server. ``grammar=`` is ignored: the OpenAI API has no GBNF constraint (vLLM users
     can send ``extra_body={"guided_grammar": ...}``); the agents' tolerant parsers cover the rest.
     ``extra_body`` is merged into every request (e.g. ``{"top_k": 20}`` for vLLM).
+    ``timeout`` (seconds of silence, or an ``httpx.Timeout`` passed to the SDK as it is) and
+    ``timeout_retries`` bound a dead endpoint as the module docstring says.
     """
 
     supports_grammar = False
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, timeout: float = 60.0, max_retries: int = 4,
+                 api_key: str | None = None, timeout: Any = DEFAULT_TIMEOUT_S,
+                 max_retries: int = 4, timeout_retries: int = 1,
                  backoff_base: float = 0.5, backoff_max: float = 30.0,
                  temperature: float | None = None, extra_body: dict[str, Any] | None = None):
         import openai  # noqa: F401 - lazily, and early: a missing package shows up here
 
         self.name, self.base_url, self._api_key = resolve_settings(model, base_url, api_key)
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+            if not timeout > 0:  # also NaN
+                raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+            timeout = float(timeout)
+        elif not hasattr(timeout, "read"):
+            raise ValueError(f"timeout must be seconds or an httpx.Timeout, not {timeout!r}")
         self.timeout = timeout
         self.max_retries = max(0, max_retries)
+        self.timeout_retries = max(0, min(timeout_retries, self.max_retries))
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.temperature = temperature
@@ -223,10 +336,20 @@ class OpenAIModel(Model):
 
             http = openai.DefaultAsyncHttpxClient(verify=_ssl_context())  # the SDK's defaults
             self._client = openai.AsyncOpenAI(api_key=self._api_key or NO_KEY,
-                                              base_url=self.base_url, timeout=self.timeout,
+                                              base_url=self.base_url, timeout=self._timeouts(),
                                               max_retries=0, http_client=http)
             self._client_loop = weakref.ref(loop)
         return self._client
+
+    def _timeouts(self) -> Any:
+        if not isinstance(self.timeout, float):
+            return self.timeout  # the caller's own httpx.Timeout
+        from openai import Timeout  # httpx's, re-exported by the SDK
+
+        return Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_MAX_S))
+
+    def _silence_s(self) -> Any:
+        return self.timeout if isinstance(self.timeout, float) else self.timeout.read
 
     async def aclose(self) -> None:
         if self._client is not None and self._client_loop is not None:
@@ -268,11 +391,12 @@ class OpenAIModel(Model):
         params = self.request(messages, tools=tools, response_format=response_format, stop=stop,
                               max_tokens=max_tokens)
         client = self.client()
-        attempt = 0
+        attempt = timeouts = 0
         while True:
             turn, stream = _Turn(), None
             try:
                 stream = await client.chat.completions.create(**params)
+                turn.record(stream.response)
                 async for chunk in stream:
                     text = turn.feed(chunk)
                     if text:
@@ -286,7 +410,8 @@ class OpenAIModel(Model):
                 if failure is None:
                     raise
                 reason, delay = failure
-                if attempt >= self.max_retries:
+                timeouts += _is_timeout(e)
+                if attempt >= self.max_retries or timeouts > self.timeout_retries:
                     tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
                     raise ModelError(f"model {self.name!r} at {self.base_url} failed after "
                                      f"{tries}; last error: {reason}") from e
@@ -319,10 +444,22 @@ class OpenAIModel(Model):
         import openai
 
         where = f"{self.base_url} (model {self.name!r})"
-        if isinstance(e, _Incomplete):
+        if isinstance(e, (_Incomplete, UnicodeDecodeError, json.JSONDecodeError, _NotAChunk)):
+            what = turn.garbage(e)
+            if what is not None and not turn.chunks:  # nothing valid came: not this protocol
+                raise ModelConfigError(
+                    f"{self.base_url}/chat/completions did not answer with an OpenAI event "
+                    f"stream: {what}; check TAO_BASE_URL (an OpenAI-compatible base URL usually "
+                    f"ends in /v1) and that the server speaks the chat-completions API") from None
+            if what is not None:
+                return f"invalid event stream after {turn.chunks} chunks: {what}", None
             return f"stream ended before the model finished ({turn.chunks} chunks, no finish_reason)", None
         if isinstance(e, openai.APITimeoutError):
-            return f"timed out after {self.timeout:g}s", None
+            cause = e.__cause__ or e.__context__
+            if "Connect" in type(cause).__name__:
+                return f"timed out: could not connect within {_seconds(self._timeouts().connect)}", None
+            return (f"timed out: no data for {_seconds(self._silence_s())} (raise the limit with "
+                    f"--timeout or OpenAIModel(timeout=...))"), None
         if isinstance(e, openai.APIConnectionError):
             cause = e.__cause__ or e.__context__
             detail = f"{type(cause).__name__}: {cause}" if cause else str(e)

@@ -10,11 +10,14 @@ SPECS = ("auto", "local", "local-1.5b", "openai", "openai:NAME")
 _ENDPOINT_VARS = ("TAO_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "TAO_BASE_URL")
 
 
-def resolve_model(spec: str = "auto") -> Model:
+def resolve_model(spec: str = "auto", *, timeout: float | None = None) -> Model:
     """``"local"``: the embedded Qwen2.5-Coder-0.5B; ``"local-1.5b"``: the 1.5B one;
     ``"openai"`` / ``"openai:NAME"``: an OpenAI-compatible endpoint (key, URL and default model
     from TAO_* / OPENAI_* / DEEPSEEK_* variables); ``"auto"``: the endpoint when any of
     TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, else the local model.
+
+    ``timeout`` (seconds an endpoint may stay silent; ``None``: the model's default) applies to
+    endpoints only: the embedded model runs in this process and cannot hang on a network.
 
     Unknown specs raise ``ValueError``; a model that cannot be built raises ``TaoError``.
     """
@@ -33,5 +36,6 @@ def resolve_model(spec: str = "auto") -> Model:
         from .openai import OpenAIModel
 
         name = s.partition(":")[2].strip()
-        return OpenAIModel(name) if name else OpenAIModel()
+        options = {} if timeout is None else {"timeout": timeout}
+        return OpenAIModel(name or None, **options)
     raise ValueError(f"unknown model {spec!r}; use one of: {', '.join(SPECS)}")
