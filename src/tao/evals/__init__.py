@@ -1,4 +1,16 @@
-"""Scoring answers to numeric word problems (calculator tasks, GSM8K): the last number wins."""
+"""``tao eval``: agents measured on benchmarks others use - BFCL, HumanEval - and on word problems.
+
+    tao eval bfcl --agent react --limit 200      # BFCL v4 non-live AST, scored by BFCL's checker
+    tao eval humaneval --agent codeact           # the model's code and the tests run in tao.sandbox
+    tao eval tasks.jsonl --agent react,codeact   # any {"question", "answer"} JSONL (GSM8K, one's own)
+
+The suites (``suites``, ``bfcl``, ``humaneval``), the runner (``runner``: one process, worker
+processes or Ray actors; resumable), the report (``report``) and the command (``cli``) are
+submodules, imported when used: ``import tao.evals`` stays as cheap as the numeric scoring below,
+which benchmarks and tests import directly.
+
+Numeric answers (calculator tasks, GSM8K) are scored by the last number in the reply.
+"""
 
 from __future__ import annotations
 

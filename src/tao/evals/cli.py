@@ -1,0 +1,120 @@
+"""``tao eval SUITE``: agents scored on a benchmark, side by side.
+
+    tao eval bfcl --agent react --limit 200
+    tao eval humaneval --agent codeact --out runs/he       # again with the same --out: resumes
+    tao eval tasks.jsonl --agent react,codeact,plan --workers 2
+    tao eval calculator --workers 2 --executor ray
+
+A progress bar (done/total, solved so far, time left) on stderr while it runs; then one row per
+agent: score, parse-failure rate, mean turns, tool calls, tokens, seconds per task. ``--json``
+prints only that table as JSON. Exit status 0 when every task ran (whatever the score), 2 for a
+usage error or a setup the run cannot go on with (no model, no sandbox), 130 when interrupted
+(what finished is kept in ``--out``).
+
+Registered on ``tao.cli.app`` by one line there; everything heavy is imported when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import TaoError
+
+
+class Executor(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True).print(Text(message, style="bold red"), soft_wrap=True)
+    return typer.Exit(code)
+
+
+def eval_command(
+    suite: Annotated[str, typer.Argument(help="calculator | bfcl | bfcl:simple,irrelevance,... | "
+                                         "humaneval | a .jsonl file of {\"question\", \"answer\"}.")],
+    agent: Annotated[str, typer.Option(
+        "--agent", "-a", help="Comma-separated agents, compared side by side: react, react-text, "
+        "codeact, plan.")] = "react",
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="As for tao run: auto | local | local-1.5b | openai | openai:NAME.",
+    )] = "auto",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")] = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="Processes (or Ray actors), each loading the model once.")] = 1,
+    executor: Annotated[Executor, typer.Option(
+        "--executor", help="local: this machine's processes; ray: Ray actors (RAY_ADDRESS joins "
+        "a cluster).")] = Executor.local,
+    out: Annotated[Path | None, typer.Option(
+        "--out", file_okay=False, help="Write results.jsonl, report.md and scores.svg here; the "
+        "same --out again resumes, skipping finished tasks.")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print only the summary as JSON.")] = False,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget per task "
+                                           "(BFCL: always 1, one response).")] = 10,
+) -> None:
+    """Score agents on a benchmark: BFCL, HumanEval, the calculator word problems or your JSONL."""
+    from .runner import EvalAborted, Evaluation
+
+    agents = [a.strip() for a in agent.split(",") if a.strip()]
+    try:
+        spec: Any = model
+        if workers == 1 and executor is Executor.local:
+            from ..models.resolve import resolve_model
+
+            spec = resolve_model(model)  # built once, here; workers build their own
+        ev = Evaluation(suite, agents, spec, limit=limit, workers=workers,
+                        executor=executor.value, out=out, max_turns=max_turns, label=model)
+    except (TaoError, ValueError, ImportError) as e:
+        raise _fail(f"error: {e}", 2) from None
+    try:
+        _run(ev, quiet=json_output)
+    except EvalAborted as e:
+        raise _fail(f"error: {e}", 2) from None
+    except (TaoError, ImportError) as e:
+        raise _fail(f"error: {type(e).__name__}: {e}", 2) from None
+    except KeyboardInterrupt:
+        kept = f"; finished tasks are in {out}: the same command resumes" if out else ""
+        raise _fail(f"interrupted{kept}", 130) from None
+    from .report import render, summarize, write
+
+    rows = summarize(ev.records(), ev.agents)
+    if json_output:
+        typer.echo(json.dumps({"suite": ev.suite.name, "model": model, "agents": rows},
+                              ensure_ascii=False))
+    else:
+        render(rows, title=f"tao eval {ev.suite.name} ({model}, {len(ev.tasks)} tasks)")
+    if out is not None:
+        command = "tao eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(
+            sys.argv) > 2 and sys.argv[1] == "eval" else None
+        paths = write(out, rows, ev.records(), ev.store.meta(), command)
+        if not json_output:
+            typer.echo("wrote " + ", ".join(str(p) for p in [ev.store.path, *paths]))
+    raise typer.Exit(0)
+
+
+def _run(ev: Any, quiet: bool) -> None:
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    done = ev.total - len(ev.pending())
+    solved = sum(bool(r["correct"]) for r in ev.records())
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("solved {task.fields[solved]}"), TimeElapsedColumn(),
+               TextColumn("left"), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), disable=quiet) as progress:
+        bar = progress.add_task(ev.suite.name, total=ev.total, completed=done, solved=solved)
+        for record in ev.run():
+            solved += bool(record["correct"])
+            progress.update(bar, advance=1, solved=solved)
