@@ -40,7 +40,7 @@ def use_model(monkeypatch):
     specs: list[str] = []
 
     def install(model):
-        def fake_resolve(spec="auto"):
+        def fake_resolve(spec="auto", timeout=None):
             specs.append(spec)
             if isinstance(model, Exception):
                 raise model
@@ -263,3 +263,93 @@ def test_codeact_agent_shows_code_and_output(use_model, tmp_path):
     assert "code" in kinds and "execution" in kinds
     agent = cli.build_agent("codeact", ScriptedModel([]), max_turns=3)
     assert agent.name == "codeact" and agent.max_turns == 3 and "calculate" in agent.toolbox
+
+
+# -- where the task comes from: TASK, stdin (-), --task-file ------------------------------------
+def test_task_from_stdin(use_model):
+    model = xiaoming_model()
+    use_model(model)
+    res = runner.invoke(cli.app, ["run", "-", "--json"], input=f"{XIAOMING}\n".encode())
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["answer"] == "他还剩 4 元。"
+    assert model.calls[0][-1].content == XIAOMING  # the trailing newline dropped
+
+
+def test_long_task_from_a_file(use_model, tmp_path):
+    model = xiaoming_model()
+    use_model(model)
+    task = "\n".join([XIAOMING] + [f"第 {i} 条背景：这一行只是上下文。" for i in range(2000)])
+    path = tmp_path / "task.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + task.encode())  # with the BOM Windows editors write
+    res = runner.invoke(cli.app, ["run", "--task-file", str(path), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "他还剩 4 元。\n"
+    assert model.calls[0][-1].content == task and len(task) > 40_000
+
+
+@pytest.mark.parametrize("args, stdin, message", [
+    (["run", ""], None, "the task is empty"),
+    (["run", "  \t\n "], None, "the task is empty"),
+    (["run", "-"], b" \n\n", "the task is empty (stdin)"),
+    (["run"], None, "give the task, '-' to read it from stdin, or --task-file FILE"),
+    (["run", "-"], b"\xff\xfe1\x002\x00", "stdin is not UTF-8 text (byte 0 is b'\\xff')"),
+    (["compare", " "], None, "the task is empty"),
+])
+def test_no_task_is_a_usage_error_before_any_model_is_built(use_model, args, stdin, message):
+    specs = use_model(xiaoming_model())
+    res = runner.invoke(cli.app, args, input=stdin)
+    assert res.exit_code == 2
+    assert message in " ".join(res.stderr.replace("│", " ").split())
+    assert specs == []  # refused before resolve_model: nothing was loaded or paid for
+
+
+def test_task_file_errors_are_usage_errors(use_model, tmp_path):
+    specs = use_model(xiaoming_model())
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Combien coûte un café ?".encode("latin-1"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n", encoding="utf-8")
+    cases = [
+        (["run", "--task-file", str(tmp_path / "missing.txt")], "does not exist"),
+        (["run", "--task-file", str(tmp_path)], "is a directory"),
+        (["run", "--task-file", str(latin1)], "is not UTF-8 text (byte 10 is b'\\xfb'); save it as UTF-8"),
+        (["run", "--task-file", str(empty)], "the task is empty"),
+        (["run", "hello", "--task-file", str(empty)], "give the task as TASK or with --task-file, not both"),
+    ]
+    for args, message in cases:
+        res = runner.invoke(cli.app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert message in " ".join(res.stderr.replace("│", " ").split()), (args, res.stderr)
+    assert specs == []
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "soon"])
+def test_bad_timeout_is_a_usage_error(use_model, value):
+    specs = use_model(xiaoming_model())
+    res = runner.invoke(cli.app, ["run", "hello", "--timeout", value])
+    assert res.exit_code == 2 and "--timeout" in res.stderr
+    assert specs == []
+
+
+def test_timeout_reaches_the_endpoint_model(fake_backends, monkeypatch):
+    made = []
+
+    class OpenAIModel:
+        def __init__(self, model=None, **kw):
+            made.append((model, kw))
+
+    monkeypatch.setitem(sys.modules, "tao.models.openai", types.SimpleNamespace(OpenAIModel=OpenAIModel))
+    resolve_model("openai:qwen", timeout=120.0)
+    resolve_model("openai")
+    resolve_model("local", timeout=5.0)  # nothing to time out: the embedded model runs here
+    assert made == [("qwen", {"timeout": 120.0}), (None, {})]
+    assert fake_backends == [("local", "qwen2.5-coder-0.5b")]
+
+
+def test_run_help_shows_the_task_sources_and_the_timeout():
+    res = runner.invoke(cli.app, ["run", "--help"], env={"COLUMNS": "120"})
+    text = " ".join(res.stdout.replace("│", " ").split())
+    assert res.exit_code == 0
+    assert "Usage: tao run [OPTIONS] [TASK]" in text
+    assert "- reads it from stdin" in text and "--task-file" in text
+    assert "--timeout SECONDS" in text and "[default: 60.0]" in text

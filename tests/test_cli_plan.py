@@ -27,7 +27,7 @@ PLAN = {
 
 
 def patch_model(monkeypatch, replies):
-    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto": ScriptedModel(replies))
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: ScriptedModel(replies))
 
 
 def test_plan_agent_draws_the_dag_and_answers(monkeypatch):
@@ -51,7 +51,7 @@ def test_compare_prints_one_row_per_agent(monkeypatch):
     scripts = iter([
         ScriptedModel([json.dumps(PLAN, ensure_ascii=False)]),
     ])
-    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto": next(scripts))
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: next(scripts))
     out = runner.invoke(cli.app, ["compare", TASK, "--agents", "plan", "--json"])
     assert out.exit_code == 0, out.output
     (row,) = json.loads(out.stdout)
