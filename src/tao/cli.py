@@ -243,6 +243,11 @@ def compare_command(
     raise typer.Exit(0 if all(r.status == "done" for r in rows if r.note is None) else 1)
 
 
+from .evals.cli import eval_command  # noqa: E402 - tao eval lives in its own room
+
+app.command("eval")(eval_command)
+
+
 @app.command("version")
 def version_command() -> None:
     """Print tao's version."""

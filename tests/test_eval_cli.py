@@ -1,0 +1,97 @@
+"""``tao eval`` through typer's CliRunner, the model patched to a ScriptedModel that reads the question."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from eval_scripts import ANSWERS, calculator_model, expected_solved
+from typer.testing import CliRunner
+
+import tao.cli as cli
+from tao import ScriptedModel
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """``tao eval`` resolves its --model once; it gets the scripted calculator model instead."""
+    specs = []
+
+    def resolve(spec="auto", **options):
+        specs.append(spec)
+        return calculator_model()
+
+    monkeypatch.setattr("tao.models.resolve.resolve_model", resolve)
+    return specs
+
+
+def test_tao_eval_json_compares_agents_and_writes_the_out_dir(scripted, tmp_path):
+    out = tmp_path / "calc"
+    args = ["eval", "calculator", "--agent", "react,react-text", "--limit", "6", "--out", str(out),
+            "--json"]
+    result = runner.invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    solved = expected_solved(list(ANSWERS)[:6])
+    assert summary["suite"] == "calculator" and scripted == ["auto"]
+    assert [(a["agent"], a["tasks"], a["solved"]) for a in summary["agents"]] == [
+        ("react", 6, solved), ("react-text", 6, solved)]
+    for row in summary["agents"]:
+        assert {"score", "parse_failure_rate", "mean_turns", "mean_tool_calls", "mean_tokens",
+                "seconds_per_task"} <= set(row)
+    assert len((out / "results.jsonl").read_text("utf-8").splitlines()) == 12
+    assert "| ReAct |" in (out / "report.md").read_text("utf-8")
+    assert (out / "scores.svg").read_text("utf-8").startswith("<svg")
+
+    again = runner.invoke(cli.app, args)  # everything is in --out: nothing runs again
+    assert again.exit_code == 0 and json.loads(again.stdout) == summary
+    assert len((out / "results.jsonl").read_text("utf-8").splitlines()) == 12
+
+
+def test_tao_eval_prints_a_table_per_agent(scripted, tmp_path):
+    result = runner.invoke(cli.app, ["eval", "calculator", "-a", "react", "--limit", "3",
+                                     "--model", "local", "--out", str(tmp_path)],
+                           env={"COLUMNS": "160"})  # rich wraps headers at 80
+    assert result.exit_code == 0, result.output
+    for header in ("Agent", "Score", "Parse failures", "Turns", "Tool calls", "Tokens", "s / task"):
+        assert header in result.stdout
+    assert "ReAct" in result.stdout and "wrote " in result.stdout and scripted == ["local"]
+
+
+def test_a_jsonl_file_is_a_suite_on_the_command_line(scripted, tmp_path):
+    q = next(iter(ANSWERS))
+    tasks = tmp_path / "mine.jsonl"
+    tasks.write_text(json.dumps({"question": q, "answer": ANSWERS[q]}) + "\n", "utf-8")
+    result = runner.invoke(cli.app, ["eval", str(tasks), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["agents"][0]["tasks"] == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "gsm9k"], "unknown suite 'gsm9k'"),
+    (["eval", "calculator", "--agent", "react,reflexion"], "unknown agent 'reflexion'"),
+    (["eval", "missing.jsonl"], "no such file: missing.jsonl"),
+])
+def test_usage_errors_exit_2_with_a_clear_message(scripted, args, message):
+    result = runner.invoke(cli.app, args)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_an_interrupt_exits_130_and_says_how_to_resume(monkeypatch, tmp_path):
+    def interrupt(messages):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("tao.models.resolve.resolve_model",
+                        lambda spec="auto", **o: ScriptedModel([interrupt]))
+    result = runner.invoke(cli.app, ["eval", "calculator", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 130
+    assert "interrupted" in result.output and "the same command resumes" in result.output
+
+
+def test_eval_is_listed_in_tao_help():
+    result = runner.invoke(cli.app, ["eval", "--help"])
+    assert result.exit_code == 0
+    for option in ("--agent", "--model", "--limit", "--workers", "--executor", "--out", "--json"):
+        assert option in result.output
