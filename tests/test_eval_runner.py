@@ -108,6 +108,12 @@ def test_a_setup_error_stops_the_run_and_records_nothing(tmp_path):
     assert not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text()
 
 
+def test_a_worker_that_cannot_build_its_model_stops_the_run():
+    ev = Evaluation("calculator", ["react"], "no-such-model", limit=2, workers=2)
+    with pytest.raises(EvalAborted, match="worker process could not start"):
+        list(ev.run())
+
+
 def test_bad_options_are_clear_errors():
     with pytest.raises(ValueError, match="unknown agent 'reactt'"):
         Evaluation("calculator", ["reactt"], calculator_model)

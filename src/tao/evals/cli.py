@@ -68,12 +68,11 @@ def eval_command(
 
     agents = [a.strip() for a in agent.split(",") if a.strip()]
     try:
-        spec: Any = model
-        if workers == 1 and executor is Executor.local:
-            from ..models.resolve import resolve_model
+        from ..models.resolve import resolve_model
 
-            spec = resolve_model(model)  # built once, here; workers build their own
-        ev = Evaluation(suite, agents, spec, limit=limit, workers=workers,
+        chosen = resolve_model(model)  # a bad spec or key fails here, not in every worker
+        one = workers == 1 and executor is Executor.local
+        ev = Evaluation(suite, agents, chosen if one else model, limit=limit, workers=workers,
                         executor=executor.value, out=out, max_turns=max_turns, label=model)
     except (TaoError, ValueError, ImportError) as e:
         raise _fail(f"error: {e}", 2) from None

@@ -196,6 +196,7 @@ class Evaluation:
                          workers: int) -> Iterator[dict[str, Any]]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures.process import BrokenProcessPool
 
         pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"),
                                    initializer=_init_process, initargs=init)
@@ -203,5 +204,7 @@ class Evaluation:
             futures = [pool.submit(_run_in_process, *item) for item in pending]
             for future in as_completed(futures):
                 yield future.result()
+        except BrokenProcessPool as e:  # its traceback went to stderr from the worker
+            raise EvalAborted(f"a worker process could not start or died ({e})") from None
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
