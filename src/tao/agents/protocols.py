@@ -6,13 +6,13 @@ words observations. The ReAct loop itself (``react.py``) is the same for both.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
 from ..messages import Message, ToolCall
 from ..models.base import Model
+from ..safe_json import dumps
 from ..tools.base import Toolbox, ToolResult
 from .text_parser import ParsedAction, ParsedFinal, parse_reply
 
@@ -99,4 +99,4 @@ class TextProtocol:
 
 def action_text(call: ToolCall) -> str:
     """``calculator {"a": 1}`` - how sinks show an action."""
-    return f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}"
+    return f"{call.name} {dumps(call.arguments)}"

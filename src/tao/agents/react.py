@@ -86,7 +86,10 @@ class ReActAgent(Agent):
                 results = await toolbox.execute_all(step.calls)
                 n_calls += len(step.calls)
                 for call, res in zip(step.calls, results):
-                    key = (call.name, repr(sorted(call.arguments.items())))
+                    try:
+                        key = (call.name, repr(sorted(call.arguments.items())))
+                    except (RecursionError, ValueError):  # nested past the stack, a huge int
+                        key = (call.name, call.id)
                     if key in seen:  # same call again: small models loop here; nudge them on
                         res = replace(res, content=res.content + notes[lang]["repeated"])
                     seen.add(key)

@@ -18,9 +18,12 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..safe_json import MAX_DEPTH, raw_decode, too_deep
 
 _LABELS = {
     "thought": "thought", "thoughts": "thought", "思考": "thought", "想法": "thought",
@@ -38,7 +41,8 @@ _LABEL_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # What ast.parse/literal_eval raise on hostile text: unhashable keys (TypeError), lone surrogates
-# (UnicodeEncodeError, a ValueError), deep nesting (RecursionError, MemoryError).
+# (UnicodeEncodeError, a ValueError), huge integers (ValueError), deep nesting (RecursionError,
+# MemoryError, or SyntaxError: "too many nested parentheses").
 _AST_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 _FENCE_RE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 
@@ -139,7 +143,15 @@ def _strip_fences(text: str) -> str:
 
 def parse_arguments(raw: str, param_names: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     """``(arguments, None)``, ``(None, None)`` when there is no input at all, or
-    ``(None, reason)`` when there is input that is not an argument object."""
+    ``(None, reason)`` when there is input that is not an argument object (arguments nested
+    deeper than ``safe_json.MAX_DEPTH`` included: they would break the loop further on)."""
+    arguments, error = _arguments(raw, param_names)
+    if arguments is not None and too_deep(arguments):
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    return arguments, error
+
+
+def _arguments(raw: str, param_names: list[str]) -> tuple[dict[str, Any] | None, str | None]:
     raw = _strip_fences(raw or "").strip()
     if not raw:
         return None, None
@@ -147,7 +159,7 @@ def parse_arguments(raw: str, param_names: list[str]) -> tuple[dict[str, Any] | 
     if start >= 0:
         candidate = raw[start:]
         try:
-            value, _ = json.JSONDecoder().raw_decode(candidate)  # ignores trailing prose
+            value, _ = raw_decode(candidate)  # ignores trailing prose
         except json.JSONDecodeError as e:
             value = _python_literal(_balanced(candidate))
             if value is None:
@@ -194,16 +206,24 @@ def _python_literal(text: str) -> Any:
     fixed = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", text)))
     for candidate in (fixed, re.sub(r",\s*([}\]])", r"\1", fixed)):
         try:
-            return ast.literal_eval(candidate)
+            return ast.literal_eval(_parse_python(candidate))
         except _AST_ERRORS:
             continue
     return None
 
 
+def _parse_python(text: str) -> ast.expr:
+    """``ast.parse(text, mode="eval").body`` without the SyntaxWarnings (``1a``: "invalid decimal
+    literal") that model text would print on the user's console."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(text.strip(), mode="eval").body
+
+
 def _python_call(text: str, param_names: list[str]) -> dict[str, Any] | None:
     """``f(a=1, b=2)`` or ``f(1, 2)`` (positional, mapped onto the tool's parameters in order)."""
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = _parse_python(text)
     except _AST_ERRORS:
         return None
     if not isinstance(node, ast.Call):

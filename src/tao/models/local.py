@@ -23,6 +23,7 @@ from .. import prompts
 from ..errors import LocalModelError
 from ..lang import detect_language
 from ..messages import Message, ToolCall, Usage
+from ..safe_json import loads
 from .base import Chunk, Model, ModelResponse, ToolSpec
 from .gguf_store import KNOWN, ensure_gguf
 
@@ -208,10 +209,13 @@ _call_ids = iter(range(1, 1 << 62))
 
 def _read_action(text: str) -> Message:
     """Turn the grammar-constrained JSON reply into a tool call or a final answer. Only a reply
-    cut by ``max_tokens`` can fail to parse; it comes back empty so the agent asks again."""
+    cut by ``max_tokens`` can fail to parse (or one nested past ``safe_json.MAX_DEPTH``); it
+    comes back empty so the agent asks again."""
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except json.JSONDecodeError:
+        return Message.assistant("")
+    if not isinstance(obj, dict):
         return Message.assistant("")
     thought = str(obj.get("thought", "")).strip()
     if "tool" in obj:

@@ -46,7 +46,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..tools.base import FunctionTool, InvalidArguments, Tool, Toolbox, ToolResult, to_text
+from ..tools.base import (FunctionTool, InvalidArguments, Tool, Toolbox, ToolResult, error_text,
+                          to_text)
 
 INSTALL_HINT = "executor='ray' needs Ray: pip install 'tao-agents[ray]'"
 
@@ -82,13 +83,17 @@ def check_tools(toolbox: Toolbox, local: tuple[type, ...] = ()) -> None:
 
 def _call(run: Any, is_async: bool, kwargs: dict[str, Any]) -> tuple[bool, Any, bool]:
     """In the Ray worker: run the tool. ``(True, value, True)`` or ``(False, error text,
-    retryable)`` (see ``ToolResult.retryable``)."""
+    retryable)`` (see ``ToolResult.retryable``). A tool's ``SystemExit``, ``KeyboardInterrupt``
+    and other ``BaseException`` are its failure too, as in ``Toolbox.execute`` (no Ctrl-C of the
+    user reaches a worker; stopping a task here is ``ray.cancel(force=True)``, a kill)."""
     try:
         if is_async:
             return True, asyncio.run(run(**kwargs)), True
         return True, run(**kwargs), True
     except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
-        return False, f"Error: {type(e).__name__}: {e}", getattr(e, "retryable", True) is not False
+        return False, error_text(e), getattr(e, "retryable", True) is not False
+    except BaseException as e:  # noqa: BLE001 - SystemExit would end the worker, not the tool
+        return False, error_text(e), True
 
 
 class RayTools:

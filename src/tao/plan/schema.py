@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from .. import safe_json
 from ..tools.base import Toolbox
 from .references import references
 from .validate import check
@@ -150,12 +151,12 @@ def load_json(text: str) -> Any:
     if fence:
         body = fence.group(1).strip()
     try:
-        return json.loads(body)
+        return safe_json.loads(body)  # deep nesting, huge numbers: a JSONDecodeError too
     except json.JSONDecodeError as first:
         starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
         if starts:
             try:
-                value, _ = json.JSONDecoder().raw_decode(body[min(starts):])
+                value, _ = safe_json.raw_decode(body, min(starts))
                 return value
             except json.JSONDecodeError:
                 pass

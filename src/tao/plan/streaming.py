@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import safe_json
 from ..tools.base import Toolbox
 from .schema import PlanInvalid, Step, _normalise, _plan_model, infer_dependencies
 from .validate import check
@@ -75,7 +76,7 @@ def read_step(text: str, before: Sequence[Step], toolbox: Toolbox, *, agent_step
     from pydantic import ValidationError
 
     try:
-        raw = json.loads(text)
+        raw = safe_json.loads(text)
     except json.JSONDecodeError as e:
         raise PlanInvalid(f"step {len(before) + 1} is not valid JSON ({e.msg})") from None
     try:

@@ -14,13 +14,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..events import Event, event_from_dict
+from ..safe_json import dumps
 
 
 class JsonlTrace:
     """A sink writing ``event.to_dict()`` as one JSON line per event, flushed per event so a
     crashed or interrupted run still leaves its trace. ``path_or_file`` is a path (opened here,
     parent folders created, closed by ``close()`` / the ``with`` block) or an open text file
-    (left open). ``append=True`` adds to an existing file instead of replacing it."""
+    (left open). ``append=True`` adds to an existing file instead of replacing it.
+
+    Whatever the model or a tool wrote, every line is valid JSON in UTF-8 and the trace is never
+    cut: a lone surrogate (``"\\udcff"``, which UTF-8 cannot encode) is written as its JSON
+    escape and reads back as the same string; a value JSON cannot hold (nested past
+    ``safe_json.MAX_DEPTH``, a cycle) is written with a note in its place."""
 
     def __init__(self, path_or_file: str | os.PathLike[str] | IO[str], *, append: bool = False):
         if isinstance(path_or_file, (str, os.PathLike)):
@@ -33,7 +39,7 @@ class JsonlTrace:
             self._owned = False
 
     def __call__(self, event: Event) -> None:
-        line = json.dumps(event.to_dict(), ensure_ascii=False, default=str)
+        line = dumps(event.to_dict())
         self.file.write(line + "\n")
         self.file.flush()
 

@@ -9,7 +9,6 @@ comes back as an error observation the model can read and correct; it never ends
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -18,6 +17,8 @@ from typing import Any
 
 from ..messages import ToolCall
 from ..models.base import ToolSpec
+from ..safe_json import MAX_DEPTH, dumps, too_deep
+from . import interrupts
 
 MAX_OBSERVATION_CHARS = 8000
 
@@ -109,8 +110,18 @@ def _explain(tool: Tool, error: Any) -> str:
     for err in error.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
         got = err.get("input")
-        lines.append(f"- {where}: {err['msg']}" + ("" if err["type"] == "missing" else f" (got {got!r})"))
+        lines.append(f"- {where}: {err['msg']}" + ("" if err["type"] == "missing" else f" (got {_shown(got)})"))
     return f"invalid arguments for {tool.signature()}:\n" + "\n".join(lines)
+
+
+def _shown(value: Any, limit: int = 300) -> str:
+    """``repr(value)``, cut to ``limit`` characters; a value ``repr`` cannot write (an integer
+    of over 4,300 digits, nesting past the stack) as JSON with notes instead."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        text = dumps(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class FunctionTool(Tool):
@@ -201,7 +212,9 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
 def to_text(value: Any) -> str:
     """How a tool's return value reads to a model: 36.0 reads as 36, dicts as JSON, and float
     noise is rounded away at 15 significant digits (``240 * 0.8 - 20`` reads as 172, not
-    172.00000000000003; 1/3 keeps its digits), because a model copies what it reads."""
+    172.00000000000003; 1/3 keeps its digits), because a model copies what it reads. Never
+    raises: an integer too long for ``str`` (over 4,300 digits) reads in scientific notation,
+    a structure ``json`` cannot write has the part it cannot write replaced by a note."""
     if isinstance(value, str):
         text = value
     elif isinstance(value, bool) or value is None:
@@ -211,17 +224,26 @@ def to_text(value: Any) -> str:
         if math.isfinite(value) and len(short) < len(repr(value)) - 2:  # noise: 0000…3, 9999…86
             value = float(short)
         text = str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
-    elif isinstance(value, (int, complex)):
+    elif isinstance(value, int):
+        text = _int_text(value)
+    elif isinstance(value, complex):
         text = str(value)
     else:
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            text = str(value)
+        text = dumps(value)
     if len(text) > MAX_OBSERVATION_CHARS:
         cut = len(text) - MAX_OBSERVATION_CHARS
         text = f"{text[:MAX_OBSERVATION_CHARS]}\n... [truncated {cut} characters]"
     return text
+
+
+def _int_text(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # more digits than sys.get_int_max_str_digits()
+        from decimal import Decimal
+
+        d = Decimal(value)
+        return f"{d:.15e} (an integer of {d.adjusted() + 1} digits)"
 
 
 class Toolbox:
@@ -264,7 +286,9 @@ class Toolbox:
         return [t.spec for t in self._tools.values()]
 
     async def execute(self, call: ToolCall, *, in_thread: bool = False) -> ToolResult:
-        """Run one call; every failure becomes an error ``ToolResult``."""
+        """Run one call; every failure becomes an error ``ToolResult`` - also a tool raising
+        ``SystemExit``, ``KeyboardInterrupt`` or another ``BaseException`` (see ``interrupts``).
+        What stops the run is the user: a real Ctrl-C, or the run's task being cancelled."""
         start = time.perf_counter()
         t = self._tools.get(call.name)
         if t is None:
@@ -275,17 +299,22 @@ class Toolbox:
             return ToolResult(f"Error: the arguments for {t.signature()} were not valid JSON "
                               f"({call.parse_error}). Send a JSON object.", True,
                               time.perf_counter() - start, retryable=False)
+        if too_deep(call.arguments):
+            return ToolResult(f"Error: the arguments for {t.signature()} are nested more than "
+                              f"{MAX_DEPTH} levels deep.", True, time.perf_counter() - start,
+                              retryable=False)
+        mark = interrupts.enter()
         try:
             kwargs = t.validate(call.arguments)
             if t.is_async():
                 import asyncio  # loaded by then; kept out of `import tao`
 
-                coro = t.run(**kwargs)
+                coro = _contained(t.run(**kwargs))
                 value = await (asyncio.wait_for(coro, t.timeout) if t.timeout else coro)
             elif in_thread or t.timeout:
                 import asyncio
 
-                fut = asyncio.to_thread(t.run, **kwargs)
+                fut = _contained(asyncio.to_thread(t.run, **kwargs))
                 value = await (asyncio.wait_for(fut, t.timeout) if t.timeout else fut)
             else:
                 value = t.run(**kwargs)
@@ -296,8 +325,18 @@ class Toolbox:
                    else f"{type(e).__name__}: {e}")  # the tool's own timeout, not ours
             return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
-            return ToolResult(f"Error: {type(e).__name__}: {e}", True, time.perf_counter() - start,
+            if isinstance(e, _Contained):
+                e = e.error
+                if _stops_the_run(e, mark):
+                    raise e from None
+            return ToolResult(error_text(e), True, time.perf_counter() - start,
                               retryable=getattr(e, "retryable", True) is not False)
+        except BaseException as e:  # SystemExit, KeyboardInterrupt, CancelledError, GeneratorExit...
+            if _stops_the_run(e, mark):
+                raise
+            return ToolResult(error_text(e), True, time.perf_counter() - start)
+        finally:
+            interrupts.leave(mark)
         return ToolResult(to_text(value), False, time.perf_counter() - start, value)
 
     async def execute_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
@@ -308,3 +347,62 @@ class Toolbox:
         import asyncio
 
         return list(await asyncio.gather(*(self.execute(c, in_thread=True) for c in calls)))
+
+
+class _Contained(Exception):
+    """A tool's ``BaseException`` carried as an ``Exception`` out of a coroutine: raised inside a
+    task (``wait_for`` runs its coroutine in one) it would escape the event loop itself."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(error)
+        self.error = error
+
+
+async def _contained(coro: Any) -> Any:
+    try:
+        return await coro
+    except Exception:
+        raise
+    except BaseException as e:
+        if _is_cancellation(e):
+            raise
+        raise _Contained(e) from e
+
+
+def _is_cancellation(e: BaseException) -> bool:
+    """A ``CancelledError`` while this task is being cancelled: the run is being stopped (one a
+    tool raises on its own, with no cancel pending, is just the tool failing)."""
+    import asyncio
+
+    if not isinstance(e, asyncio.CancelledError) or not _has_loop():
+        return False
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _has_loop() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _stops_the_run(e: BaseException, mark: int | None) -> bool:
+    if isinstance(e, KeyboardInterrupt):
+        return interrupts.user_interrupted(mark)
+    return _is_cancellation(e)
+
+
+def error_text(e: BaseException) -> str:
+    """``Error: ValueError: ...`` - how an exception from a tool reads to the model."""
+    try:
+        detail = str(e)
+    except Exception:  # noqa: BLE001 - an exception whose own __str__ fails
+        detail = "(its message cannot be read)"
+    text = f"Error: {type(e).__name__}: {detail}" if detail else f"Error: {type(e).__name__}"
+    if not isinstance(e, Exception):
+        text += " (raised by the tool; the run goes on)"
+    return text
