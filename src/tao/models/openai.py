@@ -137,15 +137,15 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
-        return {}, f"{e.msg} at character {e.pos} of {_clip(raw)!r}"
+        return {}, f"{e.msg} at character {e.pos} of {_shown(raw)}"
     except RecursionError:
-        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_clip(raw, 80)!r}"
+        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_shown(raw, 80)}"
     except ValueError as e:  # e.g. an integer of more than 4300 digits
-        return {}, f"{e} in {_clip(raw, 80)!r}"
+        return {}, f"{e} in {_shown(raw, 80)}"
     if not isinstance(value, dict):
-        return {}, f"expected a JSON object, got {type(value).__name__} {_clip(raw)!r}"
+        return {}, f"expected a JSON object, got {type(value).__name__} {_shown(raw)}"
     if _too_deep(value, MAX_ARGUMENT_DEPTH):
-        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_clip(raw, 80)!r}"
+        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_shown(raw, 80)}"
     return value, None
 
 
@@ -162,6 +162,12 @@ def _too_deep(value: Any, limit: int) -> bool:
 
 def _clip(s: str, n: int = 200) -> str:
     return s if len(s) <= n else s[:n] + "..."
+
+
+def _shown(raw: str, n: int = 200) -> str:
+    """``raw`` quoted and shortened to about ``n`` characters, escapes counted (a model's control
+    characters and astral text must not make the observation ten times longer)."""
+    return _clip(repr(raw), n)
 
 
 class _Turn:
