@@ -311,3 +311,106 @@ def test_grammar_every_turn_and_a_reminder_only_after_clean_runs():
 def test_a_numeric_final_answer_reads_without_float_noise():
     model = ScriptedModel(["```python\nfinal_answer(240 * 0.8 - 20)\n```"])
     assert CodeActAgent(model).run("price?").answer == "172"
+
+
+# -- the formats of other models, and replies that are not answers ------------------------------
+
+def test_execute_tags_run_and_a_solution_ends_the_run():
+    """The issue's reproduction: an <execute> reply used to be "done" with the raw reply as the
+    answer and nothing run."""
+    model = ScriptedModel([
+        "<execute>\nprint(6*7)\n</execute>",
+        lambda m: f"The answer is <solution> {last_observation(m)} </solution>.",
+    ])
+    result, events = run(CodeActAgent(model), "6*7?")
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "42", 2, 1)
+    assert [e.code for e in events if isinstance(e, CodeExecution)] == ["print(6*7)"]
+
+
+def test_a_solution_beside_code_waits_for_the_output():
+    model = ScriptedModel(["<execute> print(3 * 4) </execute>\n<solution> 13 </solution>",
+                           lambda m: f"<solution> {last_observation(m)} </solution>"])
+    result, _ = run(CodeActAgent(model), "3 * 4?")
+    assert (result.answer, result.turns, result.tool_calls) == ("12", 2, 1)
+    seen = model.calls[1][-1].content
+    assert "12" in seen and "<solution> was written before this output" in seen
+
+
+@pytest.mark.parametrize("reply, told", [
+    ("```bash\necho 42\n```", "a ```bash block (only Python runs here)"),
+    ("<execute>\n</execute>", "an empty <execute>"),
+    ("<thought> I will add them. </thought>", "a <thought> tag with neither code nor a <solution>"),
+    ("Let me compute:\nprint(6 * 7", "code outside a code block (print(6 * 7)"),
+    ("The result is:\n```\n42\n```", "``` (not Python code)"),
+])
+def test_a_marker_without_runnable_code_is_corrected_not_taken_as_the_answer(reply, told):
+    model = ScriptedModel([reply, "```python\nfinal_answer(6 * 7)\n```"])
+    result, events = run(CodeActAgent(model), "6 * 7?")
+    assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "42", 2, 1)
+    errors = [e for e in events if isinstance(e, Error)]
+    assert len(errors) == 1 and errors[0].recoverable and errors[0].turn == 1
+    correction = model.calls[1][-1].content
+    assert told in correction
+    assert "```python\nresult = 6 * 7\nfinal_answer(result)\n```" in correction  # the exact format
+
+
+def test_corrections_are_bounded_by_max_turns_and_speak_the_tasks_language():
+    model = ScriptedModel(["```bash\nls\n```"] * 3)
+    result, events = run(CodeActAgent(model, max_turns=3), "小明有几本书？")
+    assert (result.status, result.answer, result.tool_calls) == ("max_turns", None, 0)
+    assert sum(isinstance(e, Error) for e in events) == 3
+    assert model.calls[1][-1].content.startswith("回复里有一个 ```bash 代码块")
+
+
+# -- the sandbox that ran the code is named -----------------------------------------------------
+
+def test_the_sandbox_is_named_in_run_started_the_result_and_json():
+    from tao.sandbox import get_sandbox
+
+    result, events = run(CodeActAgent(ScriptedModel(["```python\nfinal_answer(1)\n```"])), "one")
+    started = events[0]
+    assert isinstance(started, RunStarted) and started.sandbox == result.sandbox
+    kind = get_sandbox().kind  # what the default chooses here
+    assert result.sandbox.startswith(kind)
+    assert result.to_dict()["sandbox"] == result.sandbox
+    assert event_from_dict(started.to_dict()) == started
+    # a trace written before the field existed still reads
+    old = {"type": "run_started", "task": "t", "agent": "codeact", "model": "m"}
+    assert event_from_dict(old) == RunStarted("t", "codeact", "m")
+    assert event_from_dict(old).sandbox is None
+
+
+def test_sandbox_by_name_and_a_backend_that_cannot_run_ends_the_run_at_once(monkeypatch):
+    import tao.sandbox as sandboxes
+
+    result, _ = run(CodeActAgent(ScriptedModel(["```python\nfinal_answer(2)\n```"]),
+                                 sandbox="subprocess"), "two")
+    assert result.answer == "2" and result.sandbox.startswith("subprocess")
+    with pytest.raises(ValueError, match="choose one of"):
+        CodeActAgent(ScriptedModel([]), sandbox="firejail")
+
+    def unavailable(*args, **kwargs):
+        raise sandboxes.SandboxUnavailable("the bwrap sandbox cannot run here: execvp failed")
+
+    monkeypatch.setattr(sandboxes, "get_sandbox", unavailable)
+    model = ScriptedModel(["```python\nfinal_answer(3)\n```"])
+    result, events = run(CodeActAgent(model), "three")
+    assert (result.status, result.turns, result.tool_calls, model.calls) == ("error", 0, 0, [])
+    assert "execvp failed" in result.error and 'sandbox="subprocess"' in result.error
+    assert [type(e) for e in events] == [RunStarted, Error, RunFinished]
+
+
+def test_console_header_names_the_sandbox():
+    import io
+
+    from rich.console import Console
+
+    from tao.sinks.console import ConsoleSink
+
+    out = io.StringIO()
+    sink = ConsoleSink(Console(file=out, width=200))
+    sink(RunStarted("6 * 7?", "codeact", "scripted", "bwrap · namespaces"))
+    sink(RunStarted("6 * 7?", "react", "scripted"))
+    first, second = out.getvalue().splitlines()
+    assert first.endswith("(codeact · scripted · bwrap · namespaces)")
+    assert second.endswith("(react · scripted)")

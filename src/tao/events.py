@@ -30,10 +30,15 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class RunStarted(Event):
+    """A run begins. ``sandbox`` names what runs the model's code (CodeAct: the backend and what
+    it confines, e.g. bwrap's namespaces); None for agents that run no code, and in traces
+    written before it existed."""
+
     kind: ClassVar[str] = "run_started"
     task: str
     agent: str
     model: str
+    sandbox: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ class Result:
     duration_s: float = 0.0
     messages: list[Message] = field(default_factory=list)
     error: str | None = None
+    sandbox: str | None = None  # the backend that ran the code (CodeAct), as RunStarted names it
 
     @property
     def ok(self) -> bool:
@@ -37,6 +38,8 @@ class Result:
         }
         if self.error:
             d["error"] = self.error
+        if self.sandbox:
+            d["sandbox"] = self.sandbox
         if with_messages:
             d["messages"] = [m.to_dict() for m in self.messages]
         return d
@@ -47,7 +50,7 @@ class Result:
         return cls(d.get("answer"), d["status"], d["turns"], d["tool_calls"],
                    Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
                    d.get("duration_s", 0.0), [Message.from_dict(m) for m in d.get("messages", [])],
-                   d.get("error"))
+                   d.get("error"), d.get("sandbox"))
 
 
 class Agent:

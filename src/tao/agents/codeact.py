@@ -5,12 +5,13 @@ branch (seed 000 §2, §5; the CodeAct paper). The code runs in a ``tao.sandbox`
 this process - where variables persist from one block to the next like an IPython session and
 the agent's tools are functions bridged back to the host. A run ends when the model calls
 ``final_answer(x)`` in its code (what the prompt asks for: the answer is then computed, not
-copied) or replies without code (that text is the answer).
+copied), gives a ``<solution>`` with no code beside it, or replies with no code marker at all
+(that text is the answer). A reply with a marker but nothing runnable in it (```bash, an empty
+``<execute>``, code outside any block) is told the exact format and the loop goes on.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
@@ -34,10 +35,7 @@ from ..models.base import Model, ModelResponse
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, Result, detect_language
-from .code_blocks import CODE_GRAMMAR, split_reply
-
-_LABEL = re.compile(r"^\s*(?:\*\*)?(?:final answer|answer|reply|observation|最终答案|答案|回复|回答|执行结果)(?:\*\*)?\s*[:：]\s*",
-                    re.IGNORECASE)
+from .code_blocks import CODE_GRAMMAR, Reply, split_reply
 
 
 class CodeActAgent(Agent):
@@ -51,8 +49,11 @@ class CodeActAgent(Agent):
     ``helpers=False`` or a tool of the same name is given.
 
     ``sandbox``: by default each run gets a fresh ``get_sandbox(tools=...)`` (bwrap where it
-    works, ``$TAO_SANDBOX`` to choose) and closes it at the end; a sandbox passed in is reused -
-    its variables outlive the run - gets this agent's tools, and is left open for its owner.
+    works, ``$TAO_SANDBOX`` to choose) and closes it at the end; a backend name (``"bwrap"``,
+    ``"subprocess"``, ``"docker"``) does the same with that backend. A sandbox that cannot run
+    here ends the run at once with status "error" saying why. A sandbox object passed in is
+    reused - its variables outlive the run - gets this agent's tools, and is left open for its
+    owner. ``RunStarted.sandbox`` and ``Result.sandbox`` name the backend that ran the code.
     ``timeout``: seconds one block may run (default: the sandbox's limit). ``system_prompt``
     replaces the prompt and its one-shot example (``prompts/codeact.*``).
     """
@@ -69,6 +70,11 @@ class CodeActAgent(Agent):
         if helpers:
             self.toolbox = Toolbox([*self.toolbox, *(t for t in ARITHMETIC
                                                      if t.name not in self.toolbox)])
+        if isinstance(sandbox, str):
+            from ..sandbox import KINDS
+
+            if sandbox not in KINDS:
+                raise ValueError(f"unknown sandbox {sandbox!r}; choose one of {', '.join(KINDS)}")
         self.sandbox = sandbox
         self.max_turns = max_turns
         self.system_prompt = system_prompt
@@ -102,17 +108,25 @@ class CodeActAgent(Agent):
         texts = prompts.table("codeact")[lang]
         messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
             else [Message.system(self.prompt(lang)), *self.example(lang), Message.user(task)]
-        sandbox, own = self.sandbox, self.sandbox is None
-        if own:
-            from ..sandbox import get_sandbox
-
-            sandbox = get_sandbox(tools=self.toolbox)  # a backend that cannot run raises here
-        else:
-            sandbox.set_tools(self.toolbox)
+        own = self.sandbox is None or isinstance(self.sandbox, str)
         usage, executions, turn = Usage(), 0, 0
         answer, status, error = None, "max_turns", None
+        from ..sandbox import SandboxError
+
+        try:
+            sandbox = self._sandbox()
+        except SandboxError as e:  # the backend cannot run here: the run ends before any turn
+            error = f"{type(e).__name__}: {e}"
+            if "TAO_SANDBOX" not in error:
+                error = error.rstrip(".。 ") + texts["choose_sandbox"]
+            yield RunStarted(task, self.name, self.model.name)
+            yield Error(error, 0)
+            yield RunFinished(Result(None, "error", 0, 0, usage, time.perf_counter() - start,
+                                     messages, error))
+            return
+        described = describe_sandbox(sandbox)
         kwargs = self.model_kwargs()
-        yield RunStarted(task, self.name, self.model.name)
+        yield RunStarted(task, self.name, self.model.name, described)
         try:
             if own:
                 await sandbox.__aenter__()  # the worker boots while the model writes
@@ -132,12 +146,13 @@ class CodeActAgent(Agent):
                 reply = split_reply(text)
                 messages.append(Message.assistant(text))
                 if not reply.has_code:
-                    if reply.prose:
-                        answer, status = _LABEL.sub("", reply.prose).strip(), "done"
+                    if reply.answer is not None:
+                        answer, status = reply.answer, "done"
                         yield FinalAnswer(answer, turn)
                         break
-                    messages.append(Message.user(texts["empty"]))
-                    yield Error(texts["empty"], turn, recoverable=True)
+                    note = _correction(reply, texts)
+                    messages.append(Message.user(note))
+                    yield Error(note, turn, recoverable=True)
                     continue
                 if reply.prose:
                     yield Thought(reply.prose, turn)
@@ -160,7 +175,9 @@ class CodeActAgent(Agent):
                     yield FinalAnswer(answer, turn)
                     break
                 content = "\n".join(o for o in outputs if o != "[no output]") or outputs[0]
-                if res.ok:
+                if reply.solution:  # written before the output existed: not an answer yet
+                    content += texts["early_solution"]
+                elif res.ok:
                     content += texts["unanswered"]
                 messages.append(Message.user(prompts.render(texts["observation"], content=content)))
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
@@ -170,5 +187,34 @@ class CodeActAgent(Agent):
             if own:
                 await sandbox.close()
         result = Result(answer, status, turn, executions, usage, time.perf_counter() - start,
-                        messages, error)
+                        messages, error, described)
         yield RunFinished(result)
+
+    def _sandbox(self) -> Any:
+        """The run's sandbox, with this agent's tools: a fresh one of the chosen backend, or the
+        one passed in. Raises ``SandboxUnavailable`` when the backend cannot run here."""
+        if self.sandbox is not None and not isinstance(self.sandbox, str):
+            self.sandbox.set_tools(self.toolbox)
+            return self.sandbox
+        from ..sandbox import get_sandbox
+
+        return get_sandbox(self.sandbox, tools=self.toolbox)
+
+
+def describe_sandbox(sandbox: Any) -> str:
+    """What confines the code: the sandbox's own ``describe()`` (its kind and what it shields),
+    else its ``kind``."""
+    describe = getattr(sandbox, "describe", None)
+    if callable(describe):
+        return str(describe())
+    return str(getattr(sandbox, "kind", None) or type(sandbox).__name__)
+
+
+def _correction(reply: Reply, texts: dict[str, str]) -> str:
+    """What the model is told about a reply that had nothing to run and no answer: what was
+    wrong with it, and the exact format expected."""
+    if reply.problem is None:
+        return texts["empty"]
+    kind, what = reply.problem
+    return prompts.render(texts["no_code"], problem=prompts.render(texts["problem_" + kind],
+                                                                   what=what))

@@ -137,7 +137,9 @@ class ConsoleSink:
         return _TEXTS.get(self.language, _TEXTS["en"])
 
     def _run_started(self, e: RunStarted) -> None:
-        self._line((self._texts["task"], "bold"), e.task, (f"  ({e.agent} · {e.model})", "dim"))
+        where = f" · {e.sandbox}" if e.sandbox else ""  # what confines the code it runs
+        self._line((self._texts["task"], "bold"), e.task,
+                   (f"  ({e.agent} · {e.model}{where})", "dim"))
 
     def _turn_started(self, e: TurnStarted) -> None:
         from rich.text import Text
