@@ -50,13 +50,20 @@ def _prefixes() -> list[str]:
 
 
 def filesystem_args(workspace: str, tmpfs_bytes: int) -> list[str]:
+    """The new root, in mount order. The private tmpfs ``/tmp`` and ``/dev/shm`` come *before* the
+    interpreter's prefix: bwrap mounts in argument order, and a prefix under ``/tmp`` (a venv on a
+    CI runner) bound first would be hidden by the tmpfs mounted over it (execvp: not found)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for top in _TOP_LINKS:
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    made: set[str] = set()
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(tmpfs_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+             # its own /dev/shm, so multiprocessing's semaphores work
+             "--size", str(tmpfs_bytes), "--perms", "1777", "--tmpfs", "/dev/shm"]
+    made = {"/tmp", "/dev", "/dev/shm", "/proc"}  # mounted above: never re-made over
     for prefix in _prefixes():
         parts = prefix.strip("/").split("/")
         for i in range(1, len(parts)):  # parents at 0755, whatever the host's mode (/root is 700)
@@ -65,11 +72,7 @@ def filesystem_args(workspace: str, tmpfs_bytes: int) -> list[str]:
                 made.add(parent)
                 args += ["--perms", "0755", "--dir", parent]
         args += ["--ro-bind", prefix, prefix]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(tmpfs_bytes), "--perms", "1777", "--tmpfs", "/tmp",
-             # its own /dev/shm, so multiprocessing's semaphores work
-             "--size", str(tmpfs_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
-             "--bind", workspace, "/workspace", "--remount-ro", "/"]
+    args += ["--bind", workspace, "/workspace", "--remount-ro", "/"]
     return args
 
 
@@ -117,6 +120,9 @@ class BwrapSandbox(WorkerSandbox):
         finally:
             if seccomp_r is not None:
                 os.close(seccomp_r)
+
+    def _tmpfs_bytes(self) -> int | None:
+        return self.limits.tmpfs_bytes
 
     def _init_config(self) -> dict[str, Any]:
         cfg = super()._init_config()
