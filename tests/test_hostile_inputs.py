@@ -105,6 +105,8 @@ def test_deeply_nested_tool_arguments_are_an_observation_and_the_run_goes_on(pro
     if protocol == "tools":
         first = of(events, Observation)[0]
         assert first.is_error and "nested more than 100 levels deep" in first.content
+        # the trace keeps 100 levels of the Action's arguments and a note, so it reads back
+        assert "<nested more than 100 levels deep>" in (tmp_path / "run.jsonl").read_text("utf-8")
     else:
         [error] = of(events, Error)
         assert error.recoverable and "nested more than 100 levels deep" in error.message
@@ -258,20 +260,27 @@ def test_a_ray_worker_reports_a_tools_system_exit_as_its_error():
 
 # -- what the user does still stops the run ------------------------------------------------------
 
-def sigint_tool(times: int):
+def sigint_tool(times: int, asynchronous: bool = False):
     """A tool the user presses Ctrl-C on ``times`` times (the signal is sent to this process)."""
     reached = []
 
-    @tool
     def long_job(x: int) -> str:
-        """A long job."""
         for _ in range(times):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)  # the handler runs here, between bytecodes
         reached.append(True)
         return "finished"
 
-    return long_job, reached
+    async def long_async_job(x: int) -> str:
+        for _ in range(times):
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(0.05)
+        reached.append(True)
+        return "finished"
+
+    job = long_async_job if asynchronous else long_job
+    job.__doc__ = "A long job."
+    return tool(job, name="long_job"), reached
 
 
 def test_ctrl_c_during_a_tool_still_stops_agent_run():
@@ -286,10 +295,11 @@ def test_ctrl_c_during_a_tool_still_stops_agent_run():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_ctrl_c_during_a_tool_stops_a_run_on_a_loop_of_ones_own():
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_ctrl_c_during_a_tool_stops_a_run_on_a_loop_of_ones_own(asynchronous):
     """With Python's default handler the Ctrl-C is a KeyboardInterrupt inside the tool: it is the
     user's, and it propagates."""
-    job, reached = sigint_tool(1)
+    job, reached = sigint_tool(1, asynchronous)
     loop = asyncio.new_event_loop()
     try:
         with pytest.raises(KeyboardInterrupt):

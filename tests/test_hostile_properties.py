@@ -18,7 +18,7 @@ from tao.events import FinalAnswer
 from tao.messages import Message, ToolCall
 from tao.models.local import _read_action
 from tao.plan.schema import Plan, PlanInvalid, parse_plan
-from tao.safe_json import dumps, too_deep
+from tao.safe_json import dumps, loads, too_deep
 from tao.sinks import JsonlTrace, read_trace
 from tao.tools.base import Toolbox, ToolResult
 
@@ -91,6 +91,12 @@ def test_toolbox_execute_gives_a_tool_result_for_any_arguments(name, arguments):
     res = asyncio.run(TOOLBOX.execute(ToolCall("1", name, arguments)))
     assert isinstance(res, ToolResult) and isinstance(res.content, str)
     dumps(res.content).encode("utf-8")  # what a trace writes of it is UTF-8
+
+
+@SETTINGS
+@given(ARGUMENTS)
+def test_what_dumps_writes_loads_reads_back(value):
+    assert isinstance(loads(dumps(value)), dict)
 
 
 @SETTINGS

@@ -74,14 +74,16 @@ def loads(text: str) -> Any:
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=str, **kwargs)`` that never raises: what
-    plain ``dumps`` cannot write (nesting deeper than ``MAX_DEPTH``, a cycle, a huge integer, an
-    object whose ``str`` fails) is written as a short note in its place. Lone surrogates come out
-    as ``\\uXXXX`` escapes, so the text always encodes as UTF-8 and reads back unchanged."""
+    """``json.dumps(value, ensure_ascii=False, default=str, **kwargs)`` that never raises and
+    writes what ``loads`` reads back: what it cannot (nesting deeper than ``MAX_DEPTH``, a cycle,
+    a huge integer, an object whose ``str`` fails) is written as a short note in its place. Lone
+    surrogates come out as ``\\uXXXX`` escapes, so the text always encodes as UTF-8."""
     kwargs.setdefault("ensure_ascii", False)
     kwargs.setdefault("default", str)
     try:
         text = json.dumps(value, **kwargs)
+        if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(value):
+            raise RecursionError  # it would not read back through ``loads``
     except Exception:  # noqa: BLE001 - RecursionError, a cycle, a huge int, a failing __str__...
         text = json.dumps(_tame(value, MAX_DEPTH, set()), **{**kwargs, "default": _note})
     return escape_surrogates(text)

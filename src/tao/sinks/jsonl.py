@@ -8,13 +8,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import IO, Any
 
 from ..events import Event, event_from_dict
-from ..safe_json import dumps
+from ..safe_json import dumps, loads
 
 
 class JsonlTrace:
@@ -69,7 +68,7 @@ def _read(lines: IO[str], where: str) -> list[Event]:
         if not line.strip():
             continue
         try:
-            events.append(event_from_dict(json.loads(line)))
+            events.append(event_from_dict(loads(line)))
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{where}:{n}: not a tao event ({type(e).__name__}: {e})") from None
     return events

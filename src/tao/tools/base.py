@@ -2,8 +2,10 @@
 
 Argument schemas come from type hints and the docstring and are validated with pydantic, but the
 pydantic model is built lazily on first use so that defining tools at import time stays cheap.
-Whatever goes wrong inside a call - unknown name, invalid arguments, an exception, a timeout -
-comes back as an error observation the model can read and correct; it never ends the run.
+Whatever goes wrong inside a call - unknown name, invalid arguments (nested past
+``safe_json.MAX_DEPTH`` included), an exception, a timeout, a tool raising ``SystemExit`` or
+``KeyboardInterrupt`` - comes back as an error observation the model can read and correct; it
+never ends the run. Only the user does: a real Ctrl-C, or cancelling the run's task.
 """
 
 from __future__ import annotations
@@ -309,12 +311,12 @@ class Toolbox:
             if t.is_async():
                 import asyncio  # loaded by then; kept out of `import tao`
 
-                coro = _contained(t.run(**kwargs))
+                coro = interrupts.contained(t.run(**kwargs))
                 value = await (asyncio.wait_for(coro, t.timeout) if t.timeout else coro)
             elif in_thread or t.timeout:
                 import asyncio
 
-                fut = _contained(asyncio.to_thread(t.run, **kwargs))
+                fut = interrupts.contained(asyncio.to_thread(t.run, **kwargs))
                 value = await (asyncio.wait_for(fut, t.timeout) if t.timeout else fut)
             else:
                 value = t.run(**kwargs)
@@ -325,14 +327,14 @@ class Toolbox:
                    else f"{type(e).__name__}: {e}")  # the tool's own timeout, not ours
             return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
-            if isinstance(e, _Contained):
+            if isinstance(e, interrupts.Contained):
                 e = e.error
-                if _stops_the_run(e, mark):
+                if interrupts.stops_the_run(e, mark):
                     raise e from None
             return ToolResult(error_text(e), True, time.perf_counter() - start,
                               retryable=getattr(e, "retryable", True) is not False)
         except BaseException as e:  # SystemExit, KeyboardInterrupt, CancelledError, GeneratorExit...
-            if _stops_the_run(e, mark):
+            if interrupts.stops_the_run(e, mark):
                 raise
             return ToolResult(error_text(e), True, time.perf_counter() - start)
         finally:
@@ -347,53 +349,6 @@ class Toolbox:
         import asyncio
 
         return list(await asyncio.gather(*(self.execute(c, in_thread=True) for c in calls)))
-
-
-class _Contained(Exception):
-    """A tool's ``BaseException`` carried as an ``Exception`` out of a coroutine: raised inside a
-    task (``wait_for`` runs its coroutine in one) it would escape the event loop itself."""
-
-    def __init__(self, error: BaseException):
-        super().__init__(error)
-        self.error = error
-
-
-async def _contained(coro: Any) -> Any:
-    try:
-        return await coro
-    except Exception:
-        raise
-    except BaseException as e:
-        if _is_cancellation(e):
-            raise
-        raise _Contained(e) from e
-
-
-def _is_cancellation(e: BaseException) -> bool:
-    """A ``CancelledError`` while this task is being cancelled: the run is being stopped (one a
-    tool raises on its own, with no cancel pending, is just the tool failing)."""
-    import asyncio
-
-    if not isinstance(e, asyncio.CancelledError) or not _has_loop():
-        return False
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-def _has_loop() -> bool:
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _stops_the_run(e: BaseException, mark: int | None) -> bool:
-    if isinstance(e, KeyboardInterrupt):
-        return interrupts.user_interrupted(mark)
-    return _is_cancellation(e)
 
 
 def error_text(e: BaseException) -> str:

@@ -1,14 +1,14 @@
-"""Telling a tool's own ``KeyboardInterrupt`` from the user's Ctrl-C.
+"""A tool's ``BaseException`` is the tool failing; the user's Ctrl-C and cancellation stop the run.
 
 A tool that raises ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` or another
 ``BaseException`` is a tool failing: the model gets an error observation and the run goes on.
 But the exception a real Ctrl-C raises in the middle of a tool is the same ``KeyboardInterrupt``,
-and that one must stop the run. Python only says which it was to a SIGINT handler, so while tools
-run in the main thread (the only thread signals reach) ``watch`` puts a handler in front of the
+and that one must stop the run. Python only tells a SIGINT handler which it was, so while tools
+run in the main thread (the only thread signals reach) ``enter`` puts a handler in front of the
 one there before that counts each SIGINT and passes it on unchanged: asyncio's (the first Ctrl-C
 cancels the run, the second raises) and the default one behave exactly as without it. A
-``KeyboardInterrupt`` with no SIGINT counted since the call began is the tool's own.
-"""
+``KeyboardInterrupt`` with no SIGINT counted since the call began is the tool's own. Likewise a
+``CancelledError`` stops the run only when the task is being cancelled (``Task.cancelling()``)."""
 
 from __future__ import annotations
 
@@ -76,3 +76,47 @@ def user_interrupted(mark: int | None) -> bool:
 def leave(mark: int | None) -> None:
     if mark is not None:
         _WATCH.exit()
+
+
+def stops_the_run(e: BaseException, mark: int | None) -> bool:
+    """Whether ``e``, raised while a tool ran, is the user stopping the run (re-raise it) rather
+    than the tool failing (an error observation)."""
+    if isinstance(e, KeyboardInterrupt):
+        return user_interrupted(mark)
+    return _is_cancellation(e)
+
+
+class Contained(Exception):
+    """A tool's ``BaseException`` carried as an ``Exception`` out of a coroutine: raised inside a
+    task (``wait_for`` runs its coroutine in one) it would escape the event loop itself."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(error)
+        self.error = error
+
+
+async def contained(coro: Any) -> Any:
+    """Await ``coro``; a ``BaseException`` from it comes out as ``Contained`` (a cancellation of
+    this task still comes out as itself)."""
+    try:
+        return await coro
+    except Exception:
+        raise
+    except BaseException as e:
+        if _is_cancellation(e):
+            raise
+        raise Contained(e) from e
+
+
+def _is_cancellation(e: BaseException) -> bool:
+    """A ``CancelledError`` while this task is being cancelled: the run is being stopped. One a
+    tool raises on its own, with no cancel pending, is just the tool failing."""
+    import asyncio  # loaded by then: a tool call is running
+
+    if not isinstance(e, asyncio.CancelledError):
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop: a sync call driven by hand (plan's pool threads)
+        return False
+    return task is not None and task.cancelling() > 0
