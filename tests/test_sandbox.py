@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import statistics
+import subprocess
 import sys
 import textwrap
 import time
@@ -17,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from tao.sandbox import (
-    KINDS,
     ExecutionResult,
     Limits,
     SandboxError,
@@ -31,13 +31,12 @@ from tao.sandbox.privileges import pids_of_uid
 from tao.sandbox.seccomp import build_filter
 from tao.tools.base import Toolbox, tool
 
-BACKENDS = [k if backend_problem(k) is None
-            else pytest.param(k, marks=pytest.mark.skip(reason=f"{k}: {backend_problem(k)}"))
-            for k in KINDS]
+from sandbox_backends import backend_params, ensure_backend
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=backend_params())
 def kind(request: pytest.FixtureRequest) -> str:
+    ensure_backend(request.param)  # a backend TAO_REQUIRE_SANDBOX lists fails here, never skips
     return request.param
 
 
@@ -331,20 +330,54 @@ async def test_close_removes_its_own_workspace_but_not_a_given_one(kind: str,
 
 
 def test_get_sandbox_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ValueError, match="unknown sandbox kind"):
+    with pytest.raises(ValueError, match="unknown sandbox kind 'chroot'"):
         get_sandbox("chroot")
+    monkeypatch.setenv("TAO_SANDBOX", "chroot")
+    with pytest.raises(ValueError, match="from TAO_SANDBOX"):
+        get_sandbox()
     monkeypatch.setenv("TAO_SANDBOX", "subprocess")
     box = get_sandbox()
-    assert box.kind == "subprocess"
+    assert box.kind == "subprocess" and "host filesystem visible" in box.describe()
     asyncio.run(box.close())
     monkeypatch.delenv("TAO_SANDBOX")
-    available = [k for k in KINDS if backend_problem(k) is None]
-    box = get_sandbox()
-    assert box.kind == available[0]
-    asyncio.run(box.close())
+    if backend_problem("bwrap") is None:
+        box = get_sandbox()  # no choice: bwrap, never something weaker
+        assert box.kind == "bwrap" and box.describe().startswith("bwrap · ")
+        asyncio.run(box.close())
     if backend_problem("docker"):
         with pytest.raises(SandboxUnavailable, match="docker"):
             get_sandbox("docker")
+
+
+NO_BWRAP = textwrap.dedent("""\
+    import json
+    from tao.sandbox import SandboxUnavailable, get_sandbox
+    try:
+        get_sandbox()
+        print(json.dumps({"raised": None}))
+    except SandboxUnavailable as e:
+        print(json.dumps({"raised": str(e)}))
+    """)
+
+
+def test_without_bwrap_get_sandbox_fails_at_once_and_says_how_to_choose(tmp_path: Path) -> None:
+    """No silent downgrade: where bwrap cannot run (here: not on PATH), a sandbox with no explicit
+    choice is an error naming the reason and the explicit ways out; TAO_SANDBOX=subprocess works."""
+    env = {"PATH": str(tmp_path), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    run = subprocess.run([sys.executable, "-c", NO_BWRAP], env=env, capture_output=True,
+                         text=True, timeout=60)
+    message = json.loads(run.stdout)["raised"]
+    assert message.startswith("the bwrap sandbox cannot run here: bwrap is not installed"), message
+    assert "apt-get install bubblewrap" in message
+    assert "TAO_SANDBOX=subprocess" in message and 'sandbox="subprocess"' in message
+    assert "host filesystem" in message and "does not fall back" in message
+    run = subprocess.run([sys.executable, "-c", "from tao.sandbox import get_sandbox\n"
+                          "import asyncio\nsb = get_sandbox()\n"
+                          "print(sb.kind, asyncio.run(sb.execute('print(6*7)')).stdout.strip())\n"
+                          "asyncio.run(sb.close())"],
+                         env={**env, "TAO_SANDBOX": "subprocess"}, capture_output=True, text=True,
+                         timeout=60)
+    assert run.stdout.split() == ["subprocess", "42"], run.stderr
 
 
 # -- pieces ---------------------------------------------------------------------------------------

@@ -10,15 +10,18 @@ import ast
 import functools
 import marshal
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._io import FrameReader, OutputBuffer, frame
 from .base import ExecutionResult, ToolCallRecord
+from .confinement import Verdict
 from .privileges import kill_uid
+
+if TYPE_CHECKING:
+    from .confinement import Confinement
 
 WORKER_SOURCE = (Path(__file__).with_name("_worker.py")).read_text(encoding="utf-8")
 # Reads the precompiled worker (one frame of marshalled code) from the control pipe and runs it.
@@ -84,15 +87,16 @@ class _Worker:
         self.close_fds()
 
 
-def _release(holder: list[_Worker | None], workspace: Path | None) -> None:
+def _release(holder: list[_Worker | None], confinement: Confinement) -> None:
     worker, holder[0] = holder[0], None
     if worker is not None:
         worker.kill()
-    if workspace is not None:
-        shutil.rmtree(workspace, ignore_errors=True)  # fd-based: symlinks inside are not followed
+    confinement.release()  # its cgroup (emptied) and its own workspace, after the worker
 
 
-def _describe_exit(rc: int | None) -> str:
+def _describe_exit(rc: int | None, cgroup_counts: bool = False) -> str:
+    """Why the worker ended. ``cgroup_counts``: the sandbox's cgroup counts out-of-memory kills,
+    so a SIGKILL is not blamed on memory here (``_verdict`` says so when the counter moved)."""
     if rc is None:
         return "The sandbox worker stopped responding"
     sig = -rc if rc < 0 else rc - 128 if rc > 128 else 0
@@ -102,7 +106,8 @@ def _describe_exit(rc: int | None) -> str:
         name = signal.Signals(sig).name
     except ValueError:
         name = f"signal {sig}"
-    why = {"SIGKILL": "killed - most likely the memory limit or the system's out-of-memory killer",
+    why = {"SIGKILL": "killed" if cgroup_counts else
+           "killed - most likely the memory limit or the system's out-of-memory killer",
            "SIGXCPU": "killed - the CPU time limit was reached",
            "SIGSEGV": "crashed (segmentation fault)", "SIGABRT": "aborted"}.get(name, "killed")
     return f"The sandbox worker was {why} ({name})"
@@ -131,8 +136,10 @@ def cell_frame(code: str, cell: int, compile_here: bool) -> bytes:
 
 def build_result(outcome: str, done: dict[str, Any], out: OutputBuffer, err: OutputBuffer,
                  calls: list[ToolCallRecord], timeout: float, restarted: bool,
-                 duration: float, kill_output_bytes: int) -> ExecutionResult:
-    """The observation of one execution, whatever its outcome."""
+                 duration: float, kill_output_bytes: int, verdict: Verdict | None = None
+                 ) -> ExecutionResult:
+    """The observation of one execution, whatever its outcome; ``verdict``: the limits it hit."""
+    verdict = verdict or Verdict()
     killed = outcome != "done"
     reason = None
     lost = "the sandbox was restarted, so variables from earlier code blocks are lost"
@@ -142,11 +149,12 @@ def build_result(outcome: str, done: dict[str, Any], out: OutputBuffer, err: Out
         reason = (f"The code wrote more than {kill_output_bytes} bytes of output "
                   f"and was killed; {lost}.")
     elif outcome.startswith("died:"):
-        reason = f"{outcome[5:]}; {lost}."
+        reason = f"{verdict.death or outcome[5:]}; {lost}."
     elif killed:
         reason = f"The sandbox worker failed ({outcome}); {lost}."
     return ExecutionResult(
         stdout=out.text(killed), stderr=err.text(killed), error=done.get("error"),
         timed_out=outcome == "timeout", killed_reason=reason, duration_s=duration,
         truncated=out.truncated or err.truncated, final_answer=done.get("final"),
-        has_final_answer="final" in done, restarted=restarted, tool_calls=tuple(calls))
+        has_final_answer="final" in done, restarted=restarted, tool_calls=tuple(calls),
+        limits_hit=tuple(verdict.keys), notes=tuple(verdict.notes))

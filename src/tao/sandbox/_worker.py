@@ -223,7 +223,12 @@ def _format(exc):
 
 # -- start ----------------------------------------------------------------------------------------
 def _confine(cfg):
-    """Drop privileges and apply limits before any user code runs."""
+    """Join the sandbox's cgroup, drop privileges and apply limits before any user code runs."""
+    for fd in cfg.get("cgroup_fds", ()):  # cgroup.procs opened by the host: "0" is this process
+        try:
+            os.write(fd, b"0")
+        finally:
+            os.close(fd)
     if cfg.get("uid") is not None:  # bwrap started as root: become the sandbox's own uid
         _drop_to(cfg["uid"], cfg["gid"])
     import resource

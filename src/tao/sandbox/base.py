@@ -23,13 +23,27 @@ class SandboxUnavailable(SandboxError):
     """The requested backend does not work on this machine."""
 
 
+def format_size(n: int) -> str:
+    """Bytes as a person reads them: ``1 GiB``, ``512 MiB``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.4g} {unit}"
+    return f"{n} bytes"
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Resource limits of one sandbox. ``timeout_s`` is the default wall clock of one ``execute``;
     ``cpu_s`` is a backstop over the worker's whole life (the worker is restarted when it is hit).
-    ``memory_bytes`` is an address-space limit per process (RLIMIT_AS), ``max_processes`` counts
-    threads too. Output beyond ``max_output_bytes`` per stream is dropped and marked; a worker
-    writing more than ``kill_output_bytes`` is killed, so printing gigabytes costs the host nothing.
+
+    ``memory_bytes`` and ``max_processes`` (threads count too) cap the sandbox *as a whole* where
+    a cgroup can be had (root, or a delegated cgroup v2 subtree; ``describe()`` says which), and
+    each process in it with ``RLIMIT_AS``/``RLIMIT_NPROC`` everywhere. Files in the sandbox's
+    tmpfs folders are memory too and count against the whole-sandbox cap. ``workspace_bytes``
+    caps the workspace tao makes (a tmpfs, as root); ``tmpfs_bytes`` each private ``/tmp`` and
+    ``/dev/shm`` (bwrap). Output beyond ``max_output_bytes`` per stream is dropped and marked; a
+    worker writing more than ``kill_output_bytes`` is killed, so printing gigabytes costs the host
+    nothing.
     """
 
     timeout_s: float = 30.0
@@ -39,14 +53,16 @@ class Limits:
     max_open_files: int = 256
     max_file_bytes: int = 64 << 20
     tmpfs_bytes: int = 256 << 20
+    workspace_bytes: int = 512 << 20
     max_output_bytes: int = 64 << 10
     kill_output_bytes: int = 32 << 20
 
-    def rlimits(self, other_tasks: int = 0) -> dict[str, tuple[int, int]]:
+    def rlimits(self, other_tasks: int = 0, nproc_slack: int = 0) -> dict[str, tuple[int, int]]:
         """The rlimits the worker applies to itself before running any user code. RLIMIT_NPROC
         counts every task of the uid, so ``other_tasks`` (those the uid already runs outside the
-        sandbox) are added to ``max_processes``."""
-        nproc = self.max_processes + other_tasks
+        sandbox) are added to ``max_processes``; ``nproc_slack`` lifts it above a cgroup's
+        ``pids.max``, so that the cgroup - which counts what it refuses - is the one that bites."""
+        nproc = self.max_processes + other_tasks + nproc_slack
         return {
             "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 5),
             "RLIMIT_AS": (self.memory_bytes, self.memory_bytes),
@@ -76,7 +92,11 @@ class ExecutionResult:
     says why the worker was killed or died (timeout, output flood, CPU or memory limit, crash);
     after that the sandbox's variables are gone and the next execution starts a fresh worker and
     has ``restarted=True``. ``final_answer`` holds the value given to ``final_answer(x)`` when
-    ``has_final_answer``."""
+    ``has_final_answer``. ``limits_hit`` names the limits the code ran into, from the kernel's
+    own counters where a cgroup holds the sandbox: ``memory`` and ``processes`` (the whole
+    sandbox), ``workspace`` and ``tmpfs`` (full), ``address_space``, ``process_rlimit``,
+    ``file_size``, ``open_files`` and ``cpu`` (per process), ``timeout``, ``output``; ``notes``
+    say it in words for the model, with the sizes."""
 
     stdout: str = ""
     stderr: str = ""
@@ -89,6 +109,8 @@ class ExecutionResult:
     has_final_answer: bool = False
     restarted: bool = False
     tool_calls: tuple[ToolCallRecord, ...] = field(default=())
+    limits_hit: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -108,6 +130,7 @@ class ExecutionResult:
             parts.append(self.error.rstrip("\n"))
         if self.killed_reason:
             parts.append(f"[{self.killed_reason}]")
+        parts.extend(f"[{note}]" for note in self.notes)
         if self.has_final_answer:
             parts.append(f"[final answer: {self.final_answer!r}]")
         return "\n".join(parts) if parts else "[no output]"

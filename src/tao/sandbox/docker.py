@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from typing import Any
 
-from .base import SandboxUnavailable
+from .base import SandboxUnavailable, format_size
 from .host import WorkerSandbox, _Worker, frame
 from .privileges import tasks_of_uid
 from .seccomp import build_filter, supported
@@ -36,6 +36,7 @@ class DockerSandbox(WorkerSandbox):
     """A worker in a Docker container (see the module docstring)."""
 
     kind = "docker"
+    uses_cgroup = False  # the daemon makes the container's cgroup (--memory, --pids-limit)
 
     def __init__(self, *, image: str | None = None, **kwargs: Any):
         self._docker = shutil.which("docker")
@@ -48,6 +49,12 @@ class DockerSandbox(WorkerSandbox):
 
     def python(self) -> str:
         return "python3"
+
+    def describe(self) -> str:
+        lim = self.limits
+        return (f"docker ({self.image}) · the daemon's cgroup: memory "
+                f"{format_size(lim.memory_bytes)}, {lim.max_processes} processes for the "
+                f"container · {self._confinement.workspace.describe()}")
 
     def _precompiled(self) -> bool:
         return False  # the image's Python is not ours: send the source
@@ -96,7 +103,7 @@ class DockerSandbox(WorkerSandbox):
     def _init_config(self) -> dict[str, Any]:
         cfg = super()._init_config()
         if self.uid is None:  # the user's own uid: RLIMIT_NPROC counts their other tasks too
-            cfg["rlimits"] = self.limits.rlimits(other_tasks=tasks_of_uid(self.container_uid))
+            cfg["rlimits"] = self._rlimits(other_tasks=tasks_of_uid(self.container_uid))
         if supported():
             cfg["seccomp"] = build_filter()
         return cfg

@@ -4,7 +4,9 @@ A backend only says how the worker process is launched (``_launch``) and what th
 to itself before running user code (``_init_config``: drop the uid, rlimits, seccomp). Everything
 else lives here: the framing, the tool bridge, capped output, the wall clock, and recovery - when
 the worker is killed (timeout, output flood) or dies (memory, CPU, a crash), the next ``execute``
-starts a fresh one and says so with ``restarted=True``.
+starts a fresh one and says so with ``restarted=True``. The sandbox as a whole is held by a
+cgroup (``cgroups.py``: memory and process caps, counters of what hit them) and its workspace is a
+size-capped tmpfs (``workspace.py``) where the machine allows; ``describe()`` says what is in force.
 
 The I/O uses ``loop.add_reader`` on raw non-blocking fds, registered only while a conversation is
 running, so a sandbox is not tied to the event loop that created it (``asyncio.run`` twice works).
@@ -18,7 +20,6 @@ import os
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 import weakref
 from pathlib import Path
@@ -38,7 +39,8 @@ from ._process import (
 )
 from .base import ExecutionResult, Limits, SandboxError, ToolCallRecord
 from .bridge import ToolBridge, ToolCallError
-from .privileges import prepare_workspace, sandbox_uid
+from .confinement import NPROC_SLACK, Confinement
+from .privileges import sandbox_uid
 
 __all__ = ["WORKER_SOURCE", "WorkerSandbox", "_Worker", "frame"]
 _EOF, _OVERFLOW = object(), object()
@@ -46,10 +48,14 @@ _EOF, _OVERFLOW = object(), object()
 
 class WorkerSandbox:
     """Base of the process-based backends. Construct it, ``await execute(code)``, ``await close()``
-    (or ``async with``). ``workspace``: a host folder mounted writable (default: a fresh temporary
-    one, deleted on close)."""
+    (or ``async with``). ``workspace``: a host folder mounted writable (default: a fresh one,
+    size-capped where tao may mount a tmpfs, deleted on close)."""
 
     kind = "worker"
+    #: How much of the host the code sees, for ``describe()`` (the subprocess backend sees it all).
+    exposure = ""
+    #: Whether tao holds the sandbox in a cgroup of its own (Docker's daemon makes its own).
+    uses_cgroup = True
 
     def __init__(self, *, tools: Any = None, limits: Limits | None = None,
                  workspace: str | os.PathLike[str] | None = None):
@@ -57,16 +63,14 @@ class WorkerSandbox:
         self._bridge = ToolBridge(tools)
         self._tools_dirty = False
         self.uid = sandbox_uid()
-        if workspace is None:
-            self.workspace = Path(tempfile.mkdtemp(prefix="tao-sandbox-"))
-            own: Path | None = self.workspace
-        else:
-            self.workspace = Path(workspace).resolve()
-            self.workspace.mkdir(parents=True, exist_ok=True)
-            own = None
-        prepare_workspace(self.workspace, self.uid)
+        self._confinement = Confinement(workspace, self.limits, self.uid, self.uses_cgroup)
+        self.workspace: Path = self._confinement.workspace.path
+        #: The sandbox's own cgroup (``None``: none, ``describe()`` says why).
+        self.cgroup = self._confinement.cgroup
+        #: The workspace's size cap in force (``None``: not capped, ``describe()`` says why).
+        self.workspace_bytes = self._confinement.workspace.capacity
         self._holder: list[_Worker | None] = [None]
-        self._finalizer = weakref.finalize(self, _release, self._holder, own)
+        self._finalizer = weakref.finalize(self, _release, self._holder, self._confinement)
         self._lost = False
         self._cell = 0
         self._busy = False
@@ -76,6 +80,13 @@ class WorkerSandbox:
     @property
     def tool_names(self) -> list[str]:
         return self._bridge.names
+
+    def describe(self) -> str:
+        """The backend and the confinement actually in force, in one line, e.g.
+        ``bwrap · cgroup v1: memory 1 GiB, 64 processes for the whole sandbox · workspace tmpfs
+        512 MiB``; a limit that could not be had is named with why."""
+        head = self.kind + (f" ({self.exposure})" if self.exposure else "")
+        return " · ".join([head, *self._confinement.describe()])
 
     def set_tools(self, tools: Any) -> None:
         """Replace the host tools the sandboxed code can call (takes effect at the next execute)."""
@@ -124,8 +135,11 @@ class WorkerSandbox:
             payload += cell_frame(code, self._cell, self._precompiled())
             timeout = self.limits.timeout_s if timeout is None else timeout
             outcome, done, out, err, calls = await self._converse(worker, payload, "done", timeout)
+            verdict = self._confinement.judge(outcome, done.get("error"), err.text(),
+                                              self._tmpfs_bytes())
             return build_result(outcome, done, out, err, calls, timeout, restarted,
-                                time.perf_counter() - started, self.limits.kill_output_bytes)
+                                time.perf_counter() - started, self.limits.kill_output_bytes,
+                                verdict)
         finally:
             self._busy = False
 
@@ -159,8 +173,16 @@ class WorkerSandbox:
 
     def _init_config(self) -> dict[str, Any]:
         """What the worker does to itself before user code: backends add uid, seccomp, ..."""
-        return {"rlimits": self.limits.rlimits(), "tools": self._bridge.specs(),
+        return {"rlimits": self._rlimits(), "tools": self._bridge.specs(),
                 "sys_path": self._site_paths()}
+
+    def _rlimits(self, other_tasks: int = 0) -> dict[str, tuple[int, int]]:
+        # with a cgroup, pids.max must bite before RLIMIT_NPROC: only the cgroup counts refusals
+        return self.limits.rlimits(other_tasks, nproc_slack=NPROC_SLACK if self.cgroup else 0)
+
+    def _tmpfs_bytes(self) -> int | None:
+        """The size of the sandbox's private /tmp and /dev/shm, where it has its own."""
+        return None
 
     def _site_paths(self) -> list[str]:
         """The host interpreter's site-packages (read-only), when the sandbox runs that one."""
@@ -178,16 +200,21 @@ class WorkerSandbox:
             raise SandboxError("this sandbox is closed")
 
     def _spawn(self) -> None:
+        try:
+            # the worker joins the cgroup through these before it reads any user code
+            joins = tuple(self.cgroup.open_procs()) if self.cgroup is not None else ()
+        except OSError as e:
+            raise SandboxError(f"cannot open the {self.kind} sandbox's cgroup: {e}") from e
         ctl_in_r, ctl_in_w = os.pipe2(os.O_CLOEXEC)
         ctl_out_r, ctl_out_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        child = (ctl_in_r, ctl_out_w, out_w, err_w)
+        child = (ctl_in_r, ctl_out_w, out_w, err_w, *joins)
         fast = self._precompiled()
         argv = [self.python(), "-I", "-S", "-c", BOOT if fast else WORKER_SOURCE, str(ctl_in_r),
                 str(ctl_out_w)]
         try:
-            proc = self._launch(argv, (ctl_in_r, ctl_out_w), out_w, err_w)
+            proc = self._launch(argv, (ctl_in_r, ctl_out_w, *joins), out_w, err_w)
         except OSError as e:
             for fd in child + (ctl_in_w, ctl_out_r, out_r, err_r):
                 os.close(fd)
@@ -197,8 +224,10 @@ class WorkerSandbox:
         for fd in (ctl_in_w, ctl_out_r, out_r, err_r):
             os.set_blocking(fd, False)
         worker = self._new_worker(proc, (ctl_in_w, ctl_out_r, out_r, err_r))
-        self._install(worker, (_worker_code() if fast else b"") + frame({"op": "init",
-                                                                          **self._init_config()}))
+        if self.cgroup is not None:
+            worker.extra_kill = self.cgroup.kill_all
+        init = {"op": "init", **self._init_config(), "cgroup_fds": list(joins)}
+        self._install(worker, (_worker_code() if fast else b"") + frame(init))
 
     def _install(self, worker: _Worker, pending: bytes) -> None:
         """Make ``worker`` current and hand it what it needs to boot right away (as much as the
@@ -279,6 +308,8 @@ class WorkerSandbox:
                     elif ev.get("op") == "ready":
                         if ev.get("error"):
                             outcome = f"start error: {ev['error']}"
+                        elif self.cgroup is not None and not self.cgroup.members():
+                            outcome = "start error: the worker is not in the sandbox's cgroup"
                         else:
                             worker.ready, worker.info = True, ev
                             outcome = "ready" if until == "ready" else ""
@@ -310,7 +341,7 @@ class WorkerSandbox:
                 worker.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
-            outcome = "died:" + _describe_exit(worker.proc.returncode)
+            outcome = "died:" + _describe_exit(worker.proc.returncode, self.cgroup is not None)
         self._holder[0] = None
         worker.terminate()
         drain(worker.out_r, out, kill_at)

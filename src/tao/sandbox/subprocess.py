@@ -33,6 +33,7 @@ class SubprocessSandbox(WorkerSandbox):
     """A worker in a plain child process (see the module docstring for what that does not hide)."""
 
     kind = "subprocess"
+    exposure = "host filesystem visible"
 
     def __init__(self, **kwargs: Any):
         if not supported():
@@ -78,7 +79,7 @@ class SubprocessSandbox(WorkerSandbox):
     def _init_config(self) -> dict[str, Any]:
         cfg = super()._init_config()
         if self.uid is None:  # the user's own uid: its other tasks count against RLIMIT_NPROC
-            cfg["rlimits"] = self.limits.rlimits(other_tasks=tasks_of_uid(os.getuid()))
+            cfg["rlimits"] = self._rlimits(other_tasks=tasks_of_uid(os.getuid()))
         cfg["seccomp"] = build_filter()
         cfg["pdeathsig"] = True
         cfg["host_pid"] = os.getpid()
