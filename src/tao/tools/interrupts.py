@@ -32,8 +32,9 @@ class _Watch:
 
     def handle(self, signum: int, frame: Any) -> None:
         self.count += 1
-        if callable(self.previous):
-            self.previous(signum, frame)
+        # ``previous`` is None only if someone put this handler back after we left: act as
+        # Python's own, never swallow a Ctrl-C
+        (self.previous or _sig.default_int_handler)(signum, frame)
 
     def enter(self) -> None:
         if self.users == 0:
