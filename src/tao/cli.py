@@ -18,7 +18,6 @@ tested with a ``ScriptedModel`` by patching ``tao.cli.resolve_model``).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from enum import Enum
@@ -27,7 +26,7 @@ from typing import Annotated, Any
 
 import typer
 
-from . import __version__
+from . import __version__, safe_json
 from .agents.base import Agent, Result
 from .errors import LocalModelError, ModelConfigError, TaoError
 from .models.base import DEFAULT_TIMEOUT_S, Model
@@ -84,7 +83,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
         for sink in sinks:
             sink.close()
     if json_output:
-        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+        typer.echo(safe_json.dumps(result.to_dict()))
     return result
 
 
@@ -237,7 +236,7 @@ def compare_command(
     except KeyboardInterrupt:
         raise _fail("interrupted", 130) from None
     if json_output:
-        typer.echo(json.dumps([r.to_dict() for r in rows], ensure_ascii=False))
+        typer.echo(safe_json.dumps([r.to_dict() for r in rows]))
     else:
         render_table(rows, title=task)
     raise typer.Exit(0 if all(r.status == "done" for r in rows if r.note is None) else 1)
