@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tao.sandbox import Limits, get_sandbox
+from tao.sandbox import Limits, cgroups, get_sandbox
 from tao.sandbox import confinement as confinement_module
-from tao.sandbox.cgroups import CgroupUnavailable
+from tao.sandbox.cgroups import CgroupUnavailable, Counters, Parent, SandboxCgroup
 
 from sandbox_backends import backend_params, ensure_backend, ensure_limits
 
@@ -229,15 +229,14 @@ async def test_without_a_cgroup_the_sandbox_says_so_and_keeps_its_rlimits(
     """Where no cgroup can be had (not root, no delegation), the per-process limits remain and
     describe() says that the whole-sandbox cap is missing and why - never pretends."""
     def unavailable():
-        raise CgroupUnavailable("cgroup v1: /sys/fs/cgroup/memory is not writable (needs root)")
+        raise CgroupUnavailable("cgroup v1 not writable: needs root")
 
     monkeypatch.setattr(confinement_module, "cgroup_setup", unavailable)
     async with get_sandbox(kind, limits=Limits(max_processes=16)) as box:
         assert box.cgroup is None
         text = box.describe()
-        assert "no sandbox-wide memory or process cap (cgroup v1: /sys/fs/cgroup/memory is not " \
-               "writable (needs root)): per process only, 1 GiB address space and 16 " \
-               "processes" in text, text
+        assert " · no whole-sandbox cap (cgroup v1 not writable: needs root): per process " \
+               "only, 1 GiB address space, 16 processes · workspace " in text, text
         r = await box.execute("import os, time\nn = 0\ntry:\n    while True:\n"
                               "        if os.fork() == 0:\n            time.sleep(30)\n"
                               "            os._exit(0)\n        n += 1\nexcept OSError:\n"
@@ -258,6 +257,36 @@ def test_describe_names_the_confinement_in_force(kind: str) -> None:
         if box.workspace_bytes is not None:
             assert text.endswith("workspace tmpfs 512 MiB")
         else:
-            assert "not size-capped" in text
+            assert text.endswith("workspace not size-capped: needs root")
     finally:
         asyncio.run(box.close())
+
+
+def test_cgroup_v2_files_on_a_stand_in_tree(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cgroup v2 path, which this (v1) machine cannot run for real: the controllers it
+    enables, the files it writes, the counters it reads. A plain folder stands in for cgroupfs."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text("cpu\n")
+    monkeypatch.setattr(cgroups, "_mounts", lambda: (("cgroup2", "/", str(root), frozenset()),))
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: {"": "/"})
+    parent = cgroups._v2_parent()
+    assert parent == Parent(2, str(root), str(root))
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids"
+    cg = SandboxCgroup(parent, 256 * MiB, 16)
+    d = Path(cg.memory_dir)
+    assert d.parent == root and d.name.startswith(f"tao-{os.getpid()}-")
+    assert (d / "memory.max").read_text() == str(256 * MiB)
+    assert (d / "memory.swap.max").read_text() == "0" and (d / "pids.max").read_text() == "16"
+    assert cg.describe() == "cgroup v2: memory 256 MiB, 16 processes for the whole sandbox"
+    (d / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\n")
+    (d / "pids.events").write_text("max 5\n")
+    (d / "memory.peak").write_text("1234\n")
+    assert cg.new_events() == Counters(oom_kills=2, forks_refused=5)
+    assert cg.new_events() == Counters(0, 0)  # per execution: only what is new
+    assert cg.peak_bytes() == 1234
+    (root / "cgroup.controllers").write_text("cpu io\n")
+    with pytest.raises(CgroupUnavailable, match="no memory/pids controllers"):
+        cgroups._v2_parent()

@@ -24,6 +24,7 @@ the sandbox keeps only its per-process rlimits - and says so in ``describe()``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import secrets
@@ -125,7 +126,7 @@ def setup() -> Parent:
             return find()
         except (CgroupUnavailable, OSError) as e:
             reasons.append(str(e))
-    raise CgroupUnavailable("; ".join(r for r in reasons if r) or "no cgroup file system mounted")
+    raise CgroupUnavailable("; ".join(r for r in reasons if r) or "no cgroup file system")
 
 
 def _v2_parent() -> Parent:
@@ -142,19 +143,17 @@ def _v2_parent() -> Parent:
             raise CgroupUnavailable("cgroup v2: tao's own cgroup is not visible")
     have = set(_read(f"{parent}/cgroup.controllers").split())
     if not {"memory", "pids"} <= have:
-        raise CgroupUnavailable(f"cgroup v2: {parent} offers no "
-                                + " and ".join(sorted({"memory", "pids"} - have)) + " controller")
+        on_v1 = any(fs == "cgroup" and "memory" in opts for fs, _, _, opts in _mounts())
+        raise CgroupUnavailable("" if on_v1 else "cgroup v2 has no memory/pids controllers here")
     if not os.access(parent, os.W_OK):
-        raise CgroupUnavailable(f"cgroup v2: {parent} is not delegated to this user "
-                                "(set TAO_CGROUP to a cgroup you may create children in)")
+        raise CgroupUnavailable("cgroup v2 not delegated to this user (see TAO_CGROUP)")
     enabled = set(_read(f"{parent}/cgroup.subtree_control").split())
     if not {"memory", "pids"} <= enabled:
-        try:
+        try:  # refused (EBUSY) where the cgroup holds processes: tao's own usually does
             _write(f"{parent}/cgroup.subtree_control", "+memory +pids")
         except OSError as e:
-            raise CgroupUnavailable(
-                f"cgroup v2: cannot enable memory and pids below {parent} ({e.strerror}; a cgroup "
-                "that holds processes cannot: set TAO_CGROUP to an empty delegated one)") from None
+            raise CgroupUnavailable(f"cgroup v2: memory/pids not enabled below {parent} "
+                                    f"({e.strerror}; see TAO_CGROUP)") from None
     return Parent(2, parent, parent)
 
 
@@ -169,9 +168,9 @@ def _v1_parent() -> Parent:
                     dirs[controller] = d
                     break
         else:
-            raise CgroupUnavailable(f"cgroup v1: no {controller} hierarchy is mounted")
+            raise CgroupUnavailable(f"cgroup v1 has no {controller} hierarchy here")
         if not os.access(dirs[controller], os.W_OK):
-            raise CgroupUnavailable(f"cgroup v1: {dirs[controller]} is not writable (needs root)")
+            raise CgroupUnavailable("cgroup v1 not writable: needs root")
     return Parent(1, dirs["memory"], dirs["pids"])
 
 
@@ -271,10 +270,8 @@ class SandboxCgroup:
                 try:
                     os.rmdir(d)
                     break
-                except FileNotFoundError:
-                    break
-                except OSError:  # EBUSY until the last killed process has exited
-                    if time.monotonic() > deadline:
+                except OSError as e:  # EBUSY until the last killed process has exited
+                    if e.errno != errno.EBUSY or time.monotonic() > deadline:
                         break
                     time.sleep(0.005)
 

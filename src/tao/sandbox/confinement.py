@@ -42,9 +42,9 @@ class Confinement:
         if self.cgroup is not None:
             caps = self.cgroup.describe()
         else:
-            caps = (f"no sandbox-wide memory or process cap ({self.cgroup_note}): per process "
-                    f"only, {format_size(lim.memory_bytes)} address space and "
-                    f"{lim.max_processes} processes")
+            caps = (f"no whole-sandbox cap ({self.cgroup_note}): per process only, "
+                    f"{format_size(lim.memory_bytes)} address space, {lim.max_processes} "
+                    "processes")
         return [caps, self.workspace.describe()]
 
     def judge(self, outcome: str, error: str | None, stderr: str, tmpfs_bytes: int | None

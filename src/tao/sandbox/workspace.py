@@ -40,23 +40,23 @@ class Workspace:
             _sweep()
             self.path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
             if os.geteuid() != 0:
-                self.note = "not size-capped: mounting a tmpfs on the host needs root"
+                self.note = "not size-capped: needs root"
             else:
                 try:
                     _mount_tmpfs(self.path, capacity, uid)
                     self.capacity = capacity
                 except OSError as e:
-                    self.note = f"not size-capped: mounting a tmpfs failed ({e.strerror})"
+                    self.note = f"not size-capped: tmpfs mount failed, {e.strerror}"
         else:
             self.path = Path(given).resolve()
             self.path.mkdir(parents=True, exist_ok=True)
-            self.note = "your folder, not size-capped"
+            self.note = "not size-capped: a folder you passed in"
         prepare_workspace(self.path, uid)
 
     def describe(self) -> str:
         if self.capacity is not None:
             return f"workspace tmpfs {format_size(self.capacity)}"
-        return f"workspace {self.path} ({self.note})"
+        return f"workspace {self.note}"
 
     def is_full(self) -> bool:
         """Whether less than one MiB is left (a write that failed with ENOSPC filled it)."""
