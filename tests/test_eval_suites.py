@@ -85,6 +85,16 @@ def test_a_parse_failure_is_a_failure_even_on_irrelevance(bfcl_tasks):
     assert not unknown["correct"] and unknown["detail"] == "called a function"
 
 
+def test_codeact_on_irrelevance_is_right_when_its_code_calls_nothing_and_runs(bfcl_tasks):
+    task = bfcl_tasks["irrelevance_0"]
+    computed = score("bfcl", "codeact", task, "```python\nprint(0.5 * 10 * 5)\n```")
+    assert computed["status"] == "max_turns" and computed["correct"]  # one turn: code, no call
+    called = score("bfcl", "codeact", task, "```python\ndetermine_body_mass_index(70, 1.8)\n```")
+    assert not called["correct"] and called["detail"] == "called a function"
+    invented = score("bfcl", "codeact", task, "```python\nprint(triangle_area(10, 5))\n```")
+    assert not invented["correct"]  # a NameError is no clean answer
+
+
 def test_bfcl_schemas_become_json_schema_for_the_model(bfcl_tasks):
     from tao.evals.bfcl import json_schema
 

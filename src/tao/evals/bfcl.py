@@ -12,8 +12,9 @@ response; the plan agent: one plan), and the calls recorded in it go to BFCL's o
 handlers do (``^[a-zA-Z0-9_-]+$`` endpoints, Python identifiers in CodeAct), and the checker is told
 so (``underscore_to_dot``).
 
-``irrelevance`` is right only when the run finished with a text answer, called nothing and had no
-reply it could not read: a parse failure is a failure, never a correct refusal (gorilla #443).
+``irrelevance`` is right only when the agent called nothing, had no reply it could not read and
+answered - in text, or (CodeAct) with code that ran cleanly: a parse failure is a failure, never
+a correct refusal (gorilla #443).
 
 Install: ``pip install --no-deps bfcl-eval==2026.3.23`` - its own requirements (vllm-free but
 with sentence-transformers, faiss, every provider SDK and numpy==1.26.4) are for running the
@@ -168,7 +169,7 @@ class BfclSuite(Suite):
                 return Score(False, "no call", "parse failure")
             if called:
                 return Score(False, "no call", "called a function")
-            if not result.ok or not (result.answer or "").strip():
+            if not _answered(outcome):
                 return Score(False, "no call", result.error or f"no answer ({result.status})")
             return Score(True, "no call")
         expected = json.dumps(task.data["ground_truth"], ensure_ascii=False)
@@ -181,6 +182,18 @@ class BfclSuite(Suite):
                             Language.PYTHON, task.category, MODEL_NAME)
         return Score(bool(verdict["valid"]), expected, None if verdict["valid"]
                      else f"{verdict.get('error_type')}: {_first(verdict.get('error'))}")
+
+
+def _answered(outcome: Outcome) -> bool:
+    """A text answer, or (CodeAct, whose one turn is code) code that ran cleanly without calling
+    the item's functions: what BFCL's irrelevance asks for. Code that failed - a NameError from
+    calling a function the item lacks, say - is no clean answer."""
+    from ..events import ExecutionFinished
+
+    if outcome.result.ok and (outcome.result.answer or "").strip():
+        return True
+    runs = [e for e in outcome.events if type(e) is ExecutionFinished]
+    return bool(runs) and not any(e.error or e.killed_reason for e in runs)
 
 
 def _task(item: dict[str, Any], category: str, ground_truth: Any) -> Task:
