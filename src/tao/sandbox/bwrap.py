@@ -5,7 +5,9 @@ the ``/bin``/``/lib*`` symlinks (or binds) that merged-/usr systems need, a priv
 own pid namespace, a minimal ``/dev``, size-capped tmpfs ``/tmp`` and ``/dev/shm`` and one writable
 ``/workspace``; the root itself is remounted read-only. Never ``--ro-bind / /``: that would show
 ``/etc/shadow`` and the project checkout. No network namespace peers, no host pids, no host
-environment (``--clearenv``), a seccomp filter against sockets, the worker's rlimits.
+environment (``--clearenv``), a seccomp filter against sockets, the worker's rlimits, and -
+where the machine allows - the sandbox's own cgroup and a size-capped tmpfs workspace
+(``confinement.py``).
 
 Two modes, because of how the kernel counts processes:
 

@@ -1,9 +1,11 @@
-"""The subprocess backend: the fallback where bubblewrap is missing. Weaker, and honest about it.
+"""The subprocess backend: for where bubblewrap cannot run, chosen explicitly (never a silent
+fallback: ``TAO_SANDBOX=subprocess`` or ``get_sandbox("subprocess")``). Weaker, and honest about it.
 
 What it does: ``python -I -S`` (no user site, no environment variables honoured), a scrubbed
 environment (the host's API keys never reach it), the workspace as working directory, the same
-rlimits, a fresh unprivileged uid when tao runs as root (reaped with ``kill(-1)`` as that uid on
-close or timeout, which also finds ``setsid`` escapees), the same seccomp filter (no sockets),
+rlimits, and whole-sandbox caps (cgroup, tmpfs workspace) where the machine allows, a fresh
+unprivileged uid when tao runs as root (reaped with ``kill(-1)`` as that uid on close or timeout,
+which also finds ``setsid`` escapees), the same seccomp filter (no sockets),
 ``PR_SET_PDEATHSIG`` so it dies with the host.
 
 What it cannot do: **the host filesystem is visible** - anything world-readable (the project
