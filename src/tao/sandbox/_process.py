@@ -96,7 +96,7 @@ def _release(holder: list[_Worker | None], confinement: Confinement) -> None:
 
 def _describe_exit(rc: int | None, cgroup_counts: bool = False) -> str:
     """Why the worker ended. ``cgroup_counts``: the sandbox's cgroup counts out-of-memory kills,
-    so a SIGKILL is not blamed on memory here (``_verdict`` says so when the counter moved)."""
+    so a SIGKILL is not blamed on memory here (``confinement`` says so when the counter moved)."""
     if rc is None:
         return "The sandbox worker stopped responding"
     sig = -rc if rc < 0 else rc - 128 if rc > 128 else 0

@@ -73,6 +73,9 @@ _EAGAIN_FORK = ("can't start new thread", "BlockingIOError: [Errno 11]")
 
 @dataclass
 class Verdict:
+    """The limits one execution hit: their names, the sentences the model reads, and - when the
+    worker itself was killed by one - the explanation that replaces the bare signal."""
+
     keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     death: str | None = None  # replaces the worker's exit explanation
