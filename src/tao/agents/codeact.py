@@ -103,6 +103,8 @@ class CodeActAgent(Agent):
         return {"stop": ["\nObservation:", "\n执行结果："]}
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
+        from ..sandbox import SandboxError  # here, not at import: `import tao` stays cheap
+
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         texts = prompts.table("codeact")[lang]
@@ -111,8 +113,6 @@ class CodeActAgent(Agent):
         own = self.sandbox is None or isinstance(self.sandbox, str)
         usage, executions, turn = Usage(), 0, 0
         answer, status, error = None, "max_turns", None
-        from ..sandbox import SandboxError
-
         try:
             sandbox = self._sandbox()
         except SandboxError as e:  # the backend cannot run here: the run ends before any turn
