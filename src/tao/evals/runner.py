@@ -76,7 +76,7 @@ def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 
     events: list[Any] = []
     start = time.perf_counter()
     try:
-        result = runner.run(task.prompt, [events.append])
+        result = runner.run(suite.prompt(task, agent), [events.append])
     except TaoError as e:  # raised before the run began (CodeAct: no sandbox backend works)
         raise EvalAborted(f"{type(e).__name__}: {e}") from None
     seconds = time.perf_counter() - start

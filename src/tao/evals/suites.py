@@ -52,7 +52,7 @@ class Score:
 
 
 class Suite:
-    """Base: ``name``, ``tasks()``, ``tools(task)`` and ``score(task, outcome)``.
+    """Base: ``name``, ``tasks()``, ``prompt(task, agent)``, ``tools(task)`` and ``score``.
 
     ``max_turns`` (None: the command's ``--max-turns``) and ``helpers`` (CodeAct's arithmetic
     helpers next to the suite's tools) are fixed by suites that need them."""
@@ -63,6 +63,10 @@ class Suite:
 
     def tasks(self) -> list[Task]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def prompt(self, task: Task, agent: str) -> str:
+        """What ``agent`` is asked: the task's prompt, unless the suite words it per agent."""
+        return task.prompt
 
     def tools(self, task: Task, calls: list[dict[str, Any]]) -> list[Any]:
         return []
