@@ -102,6 +102,8 @@ def test_solution_is_the_answer_without_its_tags_only_when_no_code_is_beside_it(
     assert reply.prose == "The answer is ."
     assert split_reply("<solution>\nThe answer is 4.\n</solution>").answer == "The answer is 4."
     assert split_reply("The answer is <solution> 4").answer == "4"  # cut before the closing tag
+    # what the 0.5B model writes after the reminder to call final_answer()
+    assert split_reply("<final_answer>170</final_answer>").answer == "170"
     # code and a solution in one reply: the code runs first, the solution has not seen its output
     both = split_reply("<execute> print(3 * 4) </execute>\n<solution> 12 </solution>")
     assert both.blocks == ["print(3 * 4)"] and both.solution == "12" and both.answer is None

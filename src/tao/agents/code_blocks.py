@@ -9,7 +9,7 @@ Models mark code in many ways, and ``tests/data/codeact_replies.jsonl`` holds re
   last fence never closed because the reply was cut (a stop sequence, ``max_tokens``).
 - The CodeAct paper's and MINT's tags: ``<execute>…</execute>`` (multi-line, one-line, several in
   a reply, unclosed at the token limit), ``<solution>…</solution>`` for the answer, ``<thought>``;
-  OpenMath's ``<llm-code>…</llm-code>`` is read as ``<execute>``.
+  OpenMath's ``<llm-code>`` is read as ``<execute>``, a ``<final_answer>`` tag as ``<solution>``.
 
 ``split_reply`` returns every Python block in order. Blocks fenced as another language (```bash,
 ```json) are not Python and are left alone. A reply is an *answer* only when it holds no code
@@ -30,8 +30,11 @@ _PROMPT = re.compile(r"^(>>>|\.\.\.)( |$)")
 #: a run of three or more backticks (matched greedily, so scanning stays linear)
 _TICKS = re.compile(r"`{3,}")
 #: a tag of the CodeAct/MINT protocol; one quoted in backticks (`<solution>`) is a mention
-_TAG = re.compile(r"(?<!`)<(?P<close>/?)(?P<name>execute|llm-code|solution|thought)\s*>(?!`)",
-                  re.IGNORECASE)
+_TAG = re.compile(r"(?<!`)<(?P<close>/?)(?P<name>execute|llm-code|solution|final_answer|thought)"
+                  r"\s*>(?!`)", re.IGNORECASE)
+#: other names models give the tags: OpenMath's <llm-code>; <final_answer> is what the 0.5B model
+#: writes after being reminded to call final_answer()
+_SYNONYMS = {"llm-code": "execute", "final_answer": "solution"}
 #: a line outside any block that can only be code which was not marked as such
 _LOOSE_CODE = re.compile(r"^\s*(?:(?:print|final_answer)\s*\(|import [A-Za-z_]|from [\w.]+ import "
                          r"|def \w+\s*\(|>>> )")
@@ -165,7 +168,8 @@ def _tagged(text: str):
         m = _TAG.search(text, pos)
         if m is None:
             return
-        name = m["name"].lower().replace("llm-code", "execute")  # OpenMath's name for it
+        name = m["name"].lower()
+        name = _SYNONYMS.get(name, name)
         if m["close"] or name == "thought":
             yield ("close" if m["close"] else "thought"), "", m.start(), m.end()
             pos = m.end()
@@ -173,7 +177,8 @@ def _tagged(text: str):
         body_end = end = n
         nxt = _TAG.search(text, m.end())
         while nxt is not None:
-            other = nxt["name"].lower().replace("llm-code", "execute")
+            other = nxt["name"].lower()
+            other = _SYNONYMS.get(other, other)
             if nxt["close"] and other == name:
                 body_end, end = nxt.start(), nxt.end()
                 break
