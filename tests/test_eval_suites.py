@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 
 import pytest
 
@@ -11,11 +13,14 @@ from tao.evals.runner import run_task
 from tao.evals.suites import DATA, get_suite
 from tao.messages import Message, ToolCall
 
-bfcl = pytest.importorskip("bfcl_eval", reason="pip install --no-deps bfcl-eval==2026.3.23")
 
 
 @pytest.fixture(scope="module")
 def bfcl_tasks():
+    """BFCL's items; without the wheel the BFCL tests skip, except where CI installed it
+    (``TAO_REQUIRE_BFCL``): there a missing wheel fails them."""
+    if importlib.util.find_spec("bfcl_eval") is None and not os.environ.get("TAO_REQUIRE_BFCL"):
+        pytest.skip("pip install --no-deps bfcl-eval==2026.3.23")
     return {t.id: t for t in get_suite("bfcl").tasks()}
 
 

@@ -160,7 +160,7 @@ def run_command(
         "plan's DAG drawn with its live progress).",
     )] = AgentKind.react,
     model: Annotated[str, typer.Option(
-        "--model", "-m", help="auto | local | local-1.5b | openai | openai:NAME. auto uses the "
+        "--model", "-m", help="auto | local (= local-0.5b) | local-1.5b | openai | openai:NAME. auto uses the "
         "endpoint when TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, "
         "else the embedded local model.",
     )] = "auto",
@@ -212,7 +212,7 @@ def compare_command(
     task: TaskArg = None,
     task_file: TaskFileOpt = None,
     model: Annotated[str, typer.Option(
-        "--model", "-m", help="auto | local | local-1.5b | openai | openai:NAME (as for run).",
+        "--model", "-m", help="auto | local (= local-0.5b) | local-1.5b | openai | openai:NAME (as for run).",
     )] = "auto",
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     agents: Annotated[str, typer.Option(

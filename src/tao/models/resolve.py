@@ -6,12 +6,12 @@ import os
 
 from .base import Model
 
-SPECS = ("auto", "local", "local-1.5b", "openai", "openai:NAME")
+SPECS = ("auto", "local", "local-0.5b", "local-1.5b", "openai", "openai:NAME")
 _ENDPOINT_VARS = ("TAO_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "TAO_BASE_URL")
 
 
 def resolve_model(spec: str = "auto", *, timeout: float | None = None) -> Model:
-    """``"local"``: the embedded Qwen2.5-Coder-0.5B; ``"local-1.5b"``: the 1.5B one;
+    """``"local"`` (or ``"local-0.5b"``): the embedded Qwen2.5-Coder-0.5B; ``"local-1.5b"``: the 1.5B one;
     ``"openai"`` / ``"openai:NAME"``: an OpenAI-compatible endpoint (key, URL and default model
     from TAO_* / OPENAI_* / DEEPSEEK_* variables); ``"auto"``: the endpoint when any of
     TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, else the local model.
@@ -24,7 +24,7 @@ def resolve_model(spec: str = "auto", *, timeout: float | None = None) -> Model:
     s = (spec or "auto").strip()
     if s == "auto":
         s = "openai" if any(os.environ.get(v) for v in _ENDPOINT_VARS) else "local"
-    if s == "local":
+    if s in ("local", "local-0.5b"):
         from .local import LocalModel
 
         return LocalModel()
