@@ -7,21 +7,32 @@
 
 Each worker - this process, each of ``workers`` processes (spawned: a fresh interpreter, no
 inherited model or threads), or each of ``workers`` Ray actors with ``executor="ray"`` - builds
-the model once and runs its share of the tasks one after another. ``model`` is a ``--model``
-spec (``resolve_model``) or a picklable callable returning a ``Model`` (tests pass a function
-that builds a ``ScriptedModel``).
+the model once and runs ``concurrency`` tasks at once (default 1) as tasks of one event loop,
+each with an agent of its own: an endpoint model spends a task's time waiting on the network,
+so 100 tasks in flight take about as long as one. ``workers`` x ``concurrency`` tasks are in
+flight in all; each worker takes the next pending task as one of its slots frees up. A model
+that runs in this process and answers one call at a time - the embedded ``LocalModel`` (one
+llama.cpp context), or a model whose class sets ``concurrent = False`` - runs its worker's
+tasks one after another whatever ``concurrency`` says: interleaved, they would gain nothing on
+one context and would evict each other's cached prompt; ``workers`` gives parallel copies.
+``model`` is a ``--model`` spec (``resolve_model``), a ``Model`` (shared by the tasks in this
+process), or a picklable callable returning a ``Model`` (tests pass a function that builds a
+``ScriptedModel``).
 
-With ``out``, each record is appended to ``out/results.jsonl`` as it finishes; a new
-``Evaluation`` on the same ``out`` skips the pairs found there (a line cut off by a crash is
-dropped and its task runs again). ``out/run.json`` names the suite and model so a resume cannot
-mix two runs. A user's mistake - a model that cannot load, no sandbox - stops the run
-(``EvalAborted``) without recording the task, instead of scoring every task a failure.
+With ``out``, each record is appended to ``out/results.jsonl`` as its task finishes, by this
+process alone (worker processes send their records back); a new ``Evaluation`` on the same
+``out`` skips the pairs found there (a line cut off by a crash is dropped and its task runs
+again). A Ctrl-C keeps every record that finished; tasks in flight are cancelled and run again
+on resume. ``out/run.json`` names the suite and model so a resume cannot mix two runs. A user's
+mistake - a model that cannot load, no sandbox - stops the run (``EvalAborted``) without
+recording the task, instead of scoring every task a failure.
 """
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,21 +79,27 @@ def make_agent(name: str, model: Any, tools: list[Any], max_turns: int, helpers:
     return build(name, model, tools, max_turns)
 
 
-def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 10) -> dict[str, Any]:
-    """One agent on one task, scored: the record ``results.jsonl`` keeps."""
+async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
+                    max_turns: int = 10) -> dict[str, Any]:
+    """One agent on one task, scored: the record ``results.jsonl`` keeps. The agent and the
+    task's tools are built here, so tasks running at once share nothing but the model."""
     calls: list[dict[str, Any]] = []
     runner = make_agent(agent, model, suite.tools(task, calls), suite.max_turns or max_turns,
                         suite.helpers)
     events: list[Any] = []
     start = time.perf_counter()
     try:
-        result = runner.run(suite.prompt(task, agent), [events.append])
+        result = await runner.arun(suite.prompt(task, agent), [events.append])
     except TaoError as e:  # raised before the run began (CodeAct: no sandbox backend works)
         raise EvalAborted(f"{type(e).__name__}: {e}") from None
     seconds = time.perf_counter() - start
     if result.error and result.error.split(":", 1)[0] in _SETUP_ERRORS:
         raise EvalAborted(result.error)
-    score = suite.score(task, Outcome(result, events, calls))
+    import asyncio
+
+    # on a thread: a score may run code (HumanEval's tests in a sandbox, on an event loop of
+    # its own) and must not hold up the other tasks of this loop
+    score = await asyncio.to_thread(suite.score, task, Outcome(result, events, calls))
     return {"task_id": task.id, "agent": agent, "category": task.category,
             "correct": score.correct, "answer": result.answer, "expected": score.expected,
             "detail": score.detail, "status": result.status, "error": result.error,
@@ -91,17 +108,62 @@ def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 
             "completion_tokens": result.usage.completion_tokens, "seconds": round(seconds, 4)}
 
 
+def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 10) -> dict[str, Any]:
+    """``arun_task`` for synchronous code; inside a running event loop (Jupyter) on a thread."""
+    import asyncio
+
+    coro = arun_task(suite, agent, task, model, max_turns)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def one_at_a_time(model: Any) -> bool:
+    """Whether ``model`` must answer one call at a time: the embedded ``LocalModel`` (one
+    llama.cpp context in this process, not reentrant), or a model whose class sets
+    ``concurrent = False``. Such a model's tasks run one after another whatever
+    ``concurrency`` says (see the module docstring)."""
+    if getattr(model, "concurrent", True) is False:
+        return True
+    local = sys.modules.get("tao.models.local")  # a LocalModel exists only if it was imported
+    return local is not None and isinstance(model, local.LocalModel)
+
+
 class Worker:
-    """One model, one suite, tasks one after another: the unit every executor runs."""
+    """One model, one suite: the unit every executor runs. ``run`` is one task (a Ray actor
+    gets several calls at once on its event loop); ``run_many`` keeps ``concurrency`` going."""
 
     def __init__(self, suite: str, model: Any, max_turns: int = 10):
         self.suite = get_suite(suite)
         self.tasks = {t.id: t for t in self.suite.tasks()}
         self.model = _build_model(model)
         self.max_turns = max_turns
+        self.serial = one_at_a_time(self.model)
+        self._lock: tuple[Any, Any] | None = None  # (event loop, asyncio.Lock) for a serial model
 
-    def run(self, agent: str, task_id: str) -> dict[str, Any]:
-        return run_task(self.suite, agent, self.tasks[task_id], self.model, self.max_turns)
+    async def run(self, agent: str, task_id: str) -> dict[str, Any]:
+        if not self.serial:
+            return await arun_task(self.suite, agent, self.tasks[task_id], self.model, self.max_turns)
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        async with self._lock[1]:
+            return await arun_task(self.suite, agent, self.tasks[task_id], self.model, self.max_turns)
+
+    def run_many(self, items: Iterable[tuple[str, str]], concurrency: int = 1) -> Iterator[dict[str, Any]]:
+        """The records of ``items`` ((agent, task id) pairs) as their tasks finish, up to
+        ``concurrency`` at once on one event loop, one at a time for a serial model
+        (``pool.run_window``: on an error or Ctrl-C what finished is handed on first)."""
+        from .pool import run_window
+
+        return run_window(self.run, items, 1 if self.serial else concurrency)
 
 
 def _build_model(model: Any) -> Any:
@@ -116,26 +178,14 @@ def _build_model(model: Any) -> Any:
     return model()
 
 
-_worker: Worker | None = None  # in a worker process: its one Worker
-
-
-def _init_process(suite: str, model: Any, max_turns: int) -> None:
-    global _worker
-    _worker = Worker(suite, model, max_turns)
-
-
-def _run_in_process(agent: str, task_id: str) -> dict[str, Any]:
-    assert _worker is not None
-    return _worker.run(agent, task_id)
-
-
 class Evaluation:
-    """``agents`` on the first ``limit`` tasks of ``suite`` (see the module docstring).
-    ``label`` names the model in ``out/run.json`` (default: the spec, or the model's name)."""
+    """``agents`` on the first ``limit`` tasks of ``suite``, ``concurrency`` at once in each of
+    ``workers`` (see the module docstring). ``label`` names the model in ``out/run.json`` (default: the spec, or the model's name)."""
 
     def __init__(self, suite: str, agents: Sequence[str], model: str | Callable[[], Any] = "auto", *,
                  limit: int | None = None, workers: int = 1, executor: str = "local",
-                 out: str | Path | None = None, max_turns: int = 10, label: str | None = None):
+                 out: str | Path | None = None, max_turns: int = 10, label: str | None = None,
+                 concurrency: int = 1):
         from ..compare import ARCHITECTURE
 
         self.agents = list(dict.fromkeys(agents))
@@ -144,14 +194,15 @@ class Evaluation:
                 raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(ARCHITECTURE)}")
         if not self.agents:
             raise ValueError("no agent given")
-        if workers < 1 or (limit is not None and limit < 1) or max_turns < 1:
-            raise ValueError("--workers, --limit and --max-turns must be at least 1")
+        if workers < 1 or concurrency < 1 or (limit is not None and limit < 1) or max_turns < 1:
+            raise ValueError("--workers, --concurrency, --limit and --max-turns must be at least 1")
         if executor not in EXECUTORS:
             raise ValueError(f"unknown executor {executor!r}; use {' or '.join(EXECUTORS)}")
         self.suite = get_suite(suite)
         self.spec = str(getattr(self.suite, "path", suite))
         self.tasks = self.suite.tasks()[:limit]
         self.model, self.workers, self.executor, self.max_turns = model, workers, executor, max_turns
+        self.concurrency = concurrency
         if label is None:  # what run.json calls the model: a resume must use the same one
             label = model if isinstance(model, str) else getattr(
                 model, "__qualname__", getattr(model, "name", type(model).__name__))
@@ -172,7 +223,7 @@ class Evaluation:
                 if (a, t.id) in self.store]
 
     def run(self) -> Iterator[dict[str, Any]]:
-        """Run what is pending; yield each record once it is stored."""
+        """Run what is pending; yield each record once it is stored (in the order tasks finish)."""
         pending = self.pending()
         if not pending:
             return
@@ -181,30 +232,13 @@ class Evaluation:
         if self.executor == "ray":
             from .ray_pool import ray_records
 
-            records = ray_records(Worker, init, pending, workers)
+            records = ray_records(Worker, init, pending, workers, self.concurrency)
         elif workers > 1:
-            records = self._process_records(init, pending, workers)
+            from .pool import process_records
+
+            records = process_records(init, pending, workers, self.concurrency)
         else:
-            worker = Worker(*init)
-            records = (worker.run(*item) for item in pending)
+            records = Worker(*init).run_many(pending, self.concurrency)
         for record in records:
             self.store.add(record)
             yield record
-
-    @staticmethod
-    def _process_records(init: tuple[Any, ...], pending: list[tuple[str, str]],
-                         workers: int) -> Iterator[dict[str, Any]]:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        from concurrent.futures.process import BrokenProcessPool
-
-        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"),
-                                   initializer=_init_process, initargs=init)
-        try:
-            futures = [pool.submit(_run_in_process, *item) for item in pending]
-            for future in as_completed(futures):
-                yield future.result()
-        except BrokenProcessPool as e:  # its traceback went to stderr from the worker
-            raise EvalAborted(f"a worker process could not start or died ({e})") from None
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
