@@ -93,5 +93,46 @@ def test_an_interrupt_exits_130_and_says_how_to_resume(monkeypatch, tmp_path):
 def test_eval_is_listed_in_tao_help():
     result = runner.invoke(cli.app, ["eval", "--help"])
     assert result.exit_code == 0
-    for option in ("--agent", "--model", "--limit", "--workers", "--executor", "--out", "--json"):
+    for option in ("--agent", "--model", "--limit", "--workers", "--concurrency", "--executor",
+                   "--out", "--json"):
         assert option in result.output
+
+
+def test_concurrency_runs_tasks_at_once_with_the_scores_of_one_at_a_time(monkeypatch, tmp_path):
+    from test_eval_concurrency import Sleepy
+
+    models = []
+
+    def resolve(spec="auto", **options):
+        models.append(Sleepy())
+        return models[-1]
+
+    monkeypatch.setattr("tao.models.resolve.resolve_model", resolve)
+    args = ["eval", "calculator", "-a", "react,react-text", "--limit", "6", "--json"]
+    alone = runner.invoke(cli.app, args)
+    together = runner.invoke(cli.app, [*args, "--concurrency", "4", "--out", str(tmp_path)])
+    assert alone.exit_code == together.exit_code == 0, together.output
+    assert [m.max_in_flight for m in models] == [1, 4]
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds_per_task"} for r in rows]
+    assert strip(json.loads(together.stdout)["agents"]) == strip(json.loads(alone.stdout)["agents"])
+    assert len((tmp_path / "results.jsonl").read_text("utf-8").splitlines()) == 12
+
+
+def test_concurrency_on_the_embedded_model_runs_one_at_a_time_and_says_so(monkeypatch, tmp_path):
+    from test_eval_concurrency import SleepyLocal
+
+    gguf = tmp_path / "stand-in.gguf"
+    gguf.write_bytes(b"GGUF")
+    model = SleepyLocal(gguf)
+    monkeypatch.setattr("tao.models.resolve.resolve_model", lambda spec="auto", **o: model)
+    result = runner.invoke(cli.app, ["eval", "calculator", "--limit", "4", "--concurrency", "8",
+                                     "--json"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "answers one call at a time" in result.output and "--workers" in result.output
+    assert json.loads(result.stdout)["agents"][0]["tasks"] == 4
+    assert model.stand_in.max_in_flight == 1
+
+
+def test_concurrency_below_one_is_a_usage_error(scripted):
+    result = runner.invoke(cli.app, ["eval", "calculator", "--concurrency", "0"])
+    assert result.exit_code == 2 and "--concurrency" in result.output

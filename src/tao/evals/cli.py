@@ -4,12 +4,18 @@
     tao eval humaneval --agent codeact --out runs/he       # again with the same --out: resumes
     tao eval tasks.jsonl --agent react,codeact,plan --workers 2
     tao eval calculator --workers 2 --executor ray
+    tao eval bfcl --model openai --concurrency 50          # 50 tasks at once against the endpoint
 
 A progress bar (done/total, solved so far, time left) on stderr while it runs; then one row per
 agent: score, parse-failure rate, mean turns, tool calls, tokens, seconds per task. ``--json``
 prints only that table as JSON. Exit status 0 when every task ran (whatever the score), 2 for a
 usage error or a setup the run cannot go on with (no model, no sandbox), 130 when interrupted
 (what finished is kept in ``--out``).
+
+``--concurrency N`` runs N tasks at once in each process on one event loop - for endpoint
+models, whose time is the network's; ``--workers W`` with it keeps W x N in flight. The
+embedded model answers one call at a time, so with it each process runs its tasks one after
+another and a note on stderr says so (the same command line works with and without a key).
 
 Registered on ``tao.cli.app`` by one line there; everything heavy is imported when it runs.
 """
@@ -41,6 +47,13 @@ def _fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _note(message: str) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True).print(Text(message, style="yellow"), soft_wrap=True)
+
+
 def eval_command(
     suite: Annotated[str, typer.Argument(help="calculator | bfcl | bfcl:simple,irrelevance,... | "
                                          "humaneval | a .jsonl file of {\"question\", \"answer\"}.")],
@@ -53,6 +66,10 @@ def eval_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")] = None,
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="Processes (or Ray actors), each loading the model once.")] = 1,
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", min=1, help="Tasks at once in each process, on one event loop (endpoint "
+        "models; the embedded model answers one at a time). With --workers W: W x N in flight.",
+    )] = 1,
     executor: Annotated[Executor, typer.Option(
         "--executor", help="local: this machine's processes; ray: Ray actors (RAY_ADDRESS joins "
         "a cluster).")] = Executor.local,
@@ -64,7 +81,7 @@ def eval_command(
                                            "(BFCL: always 1, one response).")] = 10,
 ) -> None:
     """Score agents on a benchmark: BFCL, HumanEval, the calculator word problems or your JSONL."""
-    from .runner import EvalAborted, Evaluation
+    from .runner import EvalAborted, Evaluation, one_at_a_time
 
     agents = [a.strip() for a in agent.split(",") if a.strip()]
     try:
@@ -73,9 +90,14 @@ def eval_command(
         chosen = resolve_model(model)  # a bad spec or key fails here, not in every worker
         one = workers == 1 and executor is Executor.local
         ev = Evaluation(suite, agents, chosen if one else model, limit=limit, workers=workers,
-                        executor=executor.value, out=out, max_turns=max_turns, label=model)
+                        executor=executor.value, out=out, max_turns=max_turns, label=model,
+                        concurrency=concurrency)
     except (TaoError, ValueError, ImportError) as e:
         raise _fail(f"error: {e}", 2) from None
+    if concurrency > 1 and one_at_a_time(chosen):
+        _note(f"note: {chosen.name} runs in this process and answers one call at a time, so each "
+              f"process runs its tasks one after another (--concurrency {concurrency} is for "
+              f"endpoint models; --workers N runs N processes, each with its own copy)")
     try:
         _run(ev, quiet=json_output)
     except EvalAborted as e:

@@ -45,8 +45,18 @@ def run_window(start: Callable[[str, str], Awaitable[Record]], items: Iterable[t
         except GeneratorExit:
             raise
         except BaseException:
+            _flush(runner.get_loop())
             yield from window.leftover()
             raise
+
+
+def _flush(loop: Any) -> None:
+    """Run the callbacks that a ``KeyboardInterrupt`` cut off in the middle of a loop iteration.
+    One of them may be the finished ``run_until_complete``'s ``loop.stop()``, which would stop
+    the loop again under ``Runner.close`` ("Event loop stopped before Future completed"); the
+    others hand on tasks that finished in that instant."""
+    loop.stop()  # stop() before run_forever(): one iteration of what is ready, then return
+    loop.run_forever()
 
 
 class _Window:
