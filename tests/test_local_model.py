@@ -4,6 +4,9 @@ Qwen2.5-Coder-0.5B on the six seed questions (slow; run alone with ``pytest -m l
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -123,3 +126,51 @@ async def test_local_model_structured_output_follows_a_json_schema(local_model):
         max_tokens=60)
     data = json.loads(response.message.content)
     assert set(data) == {"city", "population"} and isinstance(data["population"], int)
+
+
+XIAOMING = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
+
+_RUN = """
+import json, sys
+from tao.cli import build_agent
+from tao.events import TokenDelta
+from tao.models.local import LocalModel
+
+model = LocalModel()
+for _ in range(int(sys.argv[1])):
+    events = []
+    result = build_agent("react", model).run(sys.argv[2], sinks=[events.append])
+    text = "".join(e.text for e in events if isinstance(e, TokenDelta))
+    print(json.dumps({"answer": result.answer, "text": text, **model.stats()}))
+"""
+
+
+@pytest.mark.local_model
+def test_a_second_process_restores_the_fixed_prefix_and_answers_the_same(tmp_path):
+    """``tao run`` twice: the second process reads the prefix's KV state from the cache
+    directory instead of evaluating it, and greedy decoding gives the same tokens as with the
+    cache off, in a cold process, and in a second run inside one process."""
+    kv = tmp_path / "kv"
+
+    def run(runs: int = 1, **env: str) -> list[dict]:
+        done = subprocess.run([sys.executable, "-c", _RUN, str(runs), XIAOMING], capture_output=True,
+                              text=True, timeout=900, check=True,
+                              env={**os.environ, "TAO_KV_CACHE_DIR": str(kv), **env})
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    (off,) = run(TAO_KV_CACHE="0")
+    assert not kv.exists()
+    cold, again = run(2)
+    (saved,) = kv.glob("*.kv")
+    prefix = json.loads(saved.read_bytes().split(b"\n")[1])["n_tokens"]
+    (warm,) = run()
+
+    assert off["text"] == cold["text"] == again["text"] == warm["text"], (off, cold, again, warm)
+    assert "4" in warm["answer"]
+    assert (cold["prefix_misses"], warm["prefix_hits"], warm["prefix_misses"]) == (1, 1, 0)
+    assert prefix > 300  # system prompt, tool list and worked example
+    # llama.cpp's own count of prompt tokens evaluated: the warm process skips exactly the prefix
+    assert off["prompt_tokens"] == cold["prompt_tokens"]
+    assert cold["prompt_tokens"] - warm["prompt_tokens"] == prefix
+    # the second run in the first process evaluated only what follows the prefix, like warm
+    assert again["prompt_tokens"] - cold["prompt_tokens"] == warm["prompt_tokens"]
