@@ -353,3 +353,20 @@ def test_run_help_shows_the_task_sources_and_the_timeout():
     assert "Usage: tao run [OPTIONS] [TASK]" in text
     assert "- reads it from stdin" in text and "--task-file" in text
     assert "--timeout SECONDS" in text and "[default: 60.0]" in text
+
+
+SURROGATE_RUN = """
+import tao.cli as cli
+from tao import ScriptedModel, tool_call
+cli.resolve_model = lambda spec, **k: ScriptedModel(
+    [tool_call("calculator", operation="add", a=1, b=2), "caf\\udcff: 3"])
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("encoding", ["utf-8:strict", "ascii"])
+def test_a_lone_surrogate_in_the_answer_is_printed_escaped_not_a_crash(encoding):
+    out = subprocess.run([sys.executable, "-c", SURROGATE_RUN, "run", "hi"], capture_output=True,
+                         env={"PYTHONIOENCODING": encoding, "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert out.returncode == 0, out.stderr.decode("utf-8", "replace")
+    assert "caf\\udcff: 3" in out.stdout.decode(encoding.split(":")[0])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -254,5 +255,9 @@ def version_command() -> None:
 
 
 def main() -> None:
-    """Console-script entry point (``tao``)."""
+    """Console-script entry point (``tao``). Text the terminal cannot encode (a lone surrogate a
+    model wrote, a non-UTF-8 locale) is printed as a backslash escape instead of ending the run."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     app(prog_name="tao")
