@@ -1,0 +1,126 @@
+"""What the commands share: the Typer app, option types, reading the task, clean failures.
+
+``resolve_model``, ``build_agent`` and ``run_task`` are looked up on the ``tao.cli`` package when
+a command runs (``pkg()``), not imported by name here, so that patching ``tao.cli.resolve_model``
+(what the tests do to run the CLI on a ``ScriptedModel``) reaches every command.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated
+
+import typer
+
+from ..errors import LocalModelError, ModelConfigError
+from ..models.base import DEFAULT_TIMEOUT_S
+
+app = typer.Typer(
+    name="tao", help="ReAct agents that show their work: Thought, Action, Observation.",
+    add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False,
+)
+
+
+def pkg() -> ModuleType:
+    import tao.cli  # loaded by the time a command runs
+
+    return tao.cli
+
+
+class AgentKind(str, Enum):
+    react = "react"
+    react_text = "react-text"
+    codeact = "codeact"
+    plan = "plan"
+
+
+def read_task(task: str | None, task_file: Path | None = None) -> str:
+    """The task from TASK, from stdin when TASK is ``-``, or from ``--task-file`` (UTF-8; a BOM is
+    dropped), with surrounding whitespace removed. What cannot be a task - none, both, an empty
+    one, bytes that are not UTF-8 - is a usage error here, before any model is built or paid."""
+    if task is not None and task_file is not None:
+        raise typer.BadParameter("give the task as TASK or with --task-file, not both",
+                                 param_hint="'TASK' / '--task-file'")
+    if task is None and task_file is None:
+        raise typer.BadParameter("missing: give the task, '-' to read it from stdin, or "
+                                 "--task-file FILE", param_hint="'TASK'")
+    if task_file is not None:
+        where, hint = f"{task_file}", "'--task-file'"
+        try:
+            data = task_file.read_bytes()
+        except OSError as e:
+            raise typer.BadParameter(f"cannot read {task_file}: {e.strerror or e}",
+                                     param_hint=hint) from None
+    elif task == "-":
+        where, hint = "stdin", "'TASK'"
+        data = typer.get_binary_stream("stdin").read()
+    else:
+        where, hint, data = "", "'TASK'", None
+    if data is not None:
+        try:
+            task = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise typer.BadParameter(
+                f"{where} is not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r}); "
+                f"save it as UTF-8", param_hint=hint) from None
+    task = (task or "").strip()
+    if not task:
+        raise typer.BadParameter(f"the task is empty{f' ({where})' if where else ''}",
+                                 param_hint=hint)
+    return task
+
+
+def check_timeout(timeout: float) -> None:
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise typer.BadParameter(f"must be a number of seconds above 0, not {timeout}",
+                                 param_hint="'--timeout'")
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Say ``message`` in red on stderr; the ``typer.Exit`` to raise with ``code``."""
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True).print(Text(message, style="bold red"), soft_wrap=True)
+    return typer.Exit(code)
+
+
+#: TaoErrors that surface only at the first model call (the local weights load lazily; a bad key
+#: is refused by the endpoint) but are the user's configuration all the same: exit 2, not 1.
+CONFIG_ERRORS = (LocalModelError, ModelConfigError)
+
+
+def is_config_error(error: str | None) -> bool:
+    # Result.error is "ExceptionType: message" (see ReActAgent.stream)
+    return bool(error) and error.split(":", 1)[0] in {c.__name__ for c in CONFIG_ERRORS}
+
+
+TaskArg = Annotated[str | None, typer.Argument(
+    metavar="TASK", show_default=False,
+    help="The task or question, in any language; - reads it from stdin.")]
+TaskFileOpt = Annotated[Path | None, typer.Option(
+    "--task-file", "-f", exists=True, dir_okay=False, readable=True,
+    help="Read the task from this UTF-8 file instead (for a long task).", show_default=False)]
+TimeoutOpt = Annotated[float, typer.Option(
+    "--timeout", metavar="SECONDS",
+    help="Seconds an endpoint may stay silent (before its first token, between two chunks); a "
+    "silent attempt is tried once more, so a dead endpoint fails after about twice this. Not "
+    "used by the embedded model.")]
+ModelOpt = Annotated[str, typer.Option(
+    "--model", "-m", help="auto | local (= local-0.5b) | local-1.5b | openai | openai:NAME. auto uses the "
+    "endpoint when TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, "
+    "else the embedded local model.",
+)]
+AgentOpt = Annotated[AgentKind, typer.Option(
+    "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol; "
+    "codeact: the model writes Python that runs in a sandbox; plan: Plan-and-Execute (the "
+    "plan's DAG drawn with its live progress).",
+)]
+MaxTurnsOpt = Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget.")]
+
+__all__ = ["DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
+           "ModelOpt", "TaskArg", "TaskFileOpt", "TimeoutOpt", "app", "check_timeout", "fail",
+           "is_config_error", "pkg", "read_task"]

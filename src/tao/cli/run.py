@@ -1,0 +1,99 @@
+"""``tao run TASK``: one agent on one task, its Thought/Action/Observation chain shown live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .. import safe_json
+from ..agents.base import Agent, Result
+from ..errors import TaoError
+from ..models.base import Model
+from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, MaxTurnsOpt, ModelOpt, TaskArg,
+                     TaskFileOpt, TimeoutOpt, app, check_timeout, fail, is_config_error, pkg,
+                     read_task)
+
+
+def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
+    """The agent ``--agent`` names, with the built-in calculators as its tools (CodeAct adds the
+    seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or ``$TAO_SANDBOX``)."""
+    from ..compare import build
+    from ..tools.calculator import calculate, calculator
+
+    return build(getattr(agent, "value", agent), model, [calculate, calculator], max_turns)
+
+
+def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
+             json_output: bool = False, trace: str | os.PathLike[str] | None = None,
+             quiet: bool = False, console: Any = None) -> Result:
+    """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
+    default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
+    trace to ``trace`` when given. Returns the Result."""
+    from ..sinks.console import ConsoleSink
+    from ..sinks.jsonl import JsonlTrace
+
+    runner = pkg().build_agent(agent, model, max_turns)
+    sinks: list[Any] = []
+    if trace is not None:
+        try:
+            sinks.append(JsonlTrace(trace))
+        except OSError as e:
+            raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
+                                     param_hint="'--trace'") from None
+    if not json_output:
+        if getattr(agent, "value", agent) == "plan" and not quiet:
+            from ..sinks.plan_view import PlanView  # the DAG and its live progress
+
+            sinks.append(PlanView(console))
+        else:
+            sinks.append(ConsoleSink(console, quiet=quiet))
+    try:
+        result = runner.run(task, sinks)
+    finally:
+        for sink in sinks:
+            sink.close()
+    if json_output:
+        typer.echo(safe_json.dumps(result.to_dict()))
+    return result
+
+
+@app.command("run")
+def run_command(
+    task: TaskArg = None,
+    task_file: TaskFileOpt = None,
+    agent: AgentOpt = AgentKind.react,
+    model: ModelOpt = "auto",
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print only the result as JSON (answer, status, turns, tool_calls, usage, "
+        "duration_s).",
+    )] = False,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", dir_okay=False, help="Write every event to this JSONL file.",
+    )] = None,
+    max_turns: MaxTurnsOpt = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
+) -> None:
+    """Run an agent on TASK (or the task read from stdin or --task-file) with the built-in
+    calculator tools."""
+    task = read_task(task, task_file)
+    check_timeout(timeout)
+    try:
+        chosen = pkg().resolve_model(model, timeout=timeout)
+    except (TaoError, ValueError) as e:
+        raise fail(f"error: {e}", 2) from None
+    try:
+        result = pkg().run_task(task, chosen, agent=agent.value, max_turns=max_turns,
+                                json_output=json_output, trace=trace, quiet=quiet)
+    except KeyboardInterrupt:
+        raise fail("interrupted", 130) from None
+    except TaoError as e:  # e.g. SandboxUnavailable: no sandbox backend works here
+        raise fail(f"error: {e}", 2) from None
+    code = 0 if result.ok else 2 if is_config_error(result.error) else 1
+    if code and quiet and not json_output:
+        why = result.error or f"no final answer after {result.turns} turns ({result.status})"
+        raise fail(why, code)
+    raise typer.Exit(code)
