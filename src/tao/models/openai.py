@@ -401,7 +401,7 @@ class OpenAIModel(Model):
         while True:
             turn, stream = _Turn(), None
             try:
-                stream = await client.chat.completions.create(**params)
+                stream = await _post(client, params)
                 turn.record(stream.response)
                 async for chunk in stream:
                     text = turn.feed(chunk)
@@ -495,6 +495,20 @@ class OpenAIModel(Model):
         if isinstance(e, openai.APIError):  # an error event inside the stream
             return f"error in stream: {e.message}", None
         return None
+
+
+async def _post(client: Any, params: dict[str, Any]) -> Any:
+    """``client.chat.completions.create(**params)`` without the SDK's walk of the arguments
+    over its typed parameter classes (about 30 % of a request's CPU; ``request`` builds
+    the wire JSON already): the same POST, headers, auth, timeouts and event stream."""
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    body = {k: v for k, v in params.items() if k != "extra_body"}
+    body.update(params.get("extra_body") or {})
+    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, stream=True,
+                             stream_cls=AsyncStream[ChatCompletionChunk],
+                             options={"security": {"bearer_auth": True}})
 
 
 _SSL_CONTEXT: Any = None
