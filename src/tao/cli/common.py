@@ -8,14 +8,18 @@ a command runs (``pkg()``), not imported by name here, so that patching ``tao.cl
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..errors import LocalModelError, ModelConfigError
+
+if TYPE_CHECKING:
+    from ..tools.base import Tool
 from ..models.base import DEFAULT_TIMEOUT_S
 
 app = typer.Typer(
@@ -98,6 +102,59 @@ def is_config_error(error: str | None) -> bool:
     return bool(error) and error.split(":", 1)[0] in {c.__name__ for c in CONFIG_ERRORS}
 
 
+@dataclass(slots=True)
+class Settings:
+    """The options a command runs with: the command line's, else ``tao.toml``'s, else the
+    defaults. ``tools`` is ``None`` when neither names any (the command's own default)."""
+
+    model: str
+    agent: str
+    max_turns: int
+    timeout: float
+    tools: list[Tool] | None
+    workspace: Path | None = None
+
+
+def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | None = None,
+             **given: Any) -> Settings:
+    """Merge the command line with ``tao.toml`` (the command line wins: an option counts as
+    given unless click says it holds its default) and load the tools. ``given`` holds the
+    options by their parameter names: ``model``, ``agent``, ``max_turns``, ``timeout``. A bad
+    file, a bad value in it or tools that cannot be loaded are usage errors (exit 2), before any
+    model is built."""
+    from ..config import ConfigError, load_config
+    from ..tools.loader import ToolLoadError, load_all
+
+    try:
+        config = load_config()
+    except ConfigError as e:
+        raise fail(f"error: {e}", 2) from None
+
+    def defaulted(name: str) -> bool:  # by name: typer bundles its own copy of click
+        return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") in ("DEFAULT", "DEFAULT_MAP")
+
+    def pick(name: str, value: Any) -> Any:
+        from_file = getattr(config, name)
+        return from_file if from_file is not None and defaulted(name) else value
+
+    agent = pick("agent", given["agent"])
+    timeout = pick("timeout", given["timeout"])
+    check_timeout(timeout)
+    chosen_ws = workspace
+    if workspace is not None and config.workspace is not None and defaulted("workspace"):
+        chosen_ws = config.base / config.workspace
+    loaded = None
+    specs, base, hint = (tools, Path.cwd(), "'--tools'") if tools else \
+        (config.tools, config.base, f"'tools' in {config.path}")
+    if specs:
+        try:
+            loaded = load_all(specs, base=base)
+        except ToolLoadError as e:
+            raise typer.BadParameter(str(e), param_hint=hint) from None
+    return Settings(pick("model", given["model"]), getattr(agent, "value", agent),
+                    pick("max_turns", given["max_turns"]), timeout, loaded, chosen_ws)
+
+
 TaskArg = Annotated[str | None, typer.Argument(
     metavar="TASK", show_default=False,
     help="The task or question, in any language; - reads it from stdin.")]
@@ -120,7 +177,12 @@ AgentOpt = Annotated[AgentKind, typer.Option(
     "plan's DAG drawn with its live progress).",
 )]
 MaxTurnsOpt = Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget.")]
+ToolsOpt = Annotated[list[str] | None, typer.Option(
+    "--tools", "-t", metavar="PATH_OR_MODULE[:NAME]", show_default=False,
+    help="Your own tools instead of the built-in calculators: the @tool functions and Toolboxes "
+    "at the top level of a .py file or an importable module, or only its attribute NAME (a "
+    "tool, a Toolbox or a list of tools). Repeat it for more.")]
 
 __all__ = ["DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
-           "ModelOpt", "TaskArg", "TaskFileOpt", "TimeoutOpt", "app", "check_timeout", "fail",
-           "is_config_error", "pkg", "read_task"]
+           "ModelOpt", "Settings", "TaskArg", "TaskFileOpt", "TimeoutOpt", "ToolsOpt", "app",
+           "check_timeout", "fail", "is_config_error", "pkg", "read_task", "settings"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,29 +14,35 @@ from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
 from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, MaxTurnsOpt, ModelOpt, TaskArg,
-                     TaskFileOpt, TimeoutOpt, app, check_timeout, fail, is_config_error, pkg,
-                     read_task)
+                     TaskFileOpt, TimeoutOpt, ToolsOpt, app, fail, is_config_error, pkg,
+                     read_task, settings)
 
 
-def build_agent(agent: str, model: Model, max_turns: int = 10) -> Agent:
-    """The agent ``--agent`` names, with the built-in calculators as its tools (CodeAct adds the
-    seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or ``$TAO_SANDBOX``)."""
+def build_agent(agent: str, model: Model, max_turns: int = 10,
+                tools: Sequence[Any] | None = None) -> Agent:
+    """The agent ``--agent`` names with ``tools`` (default: the built-in calculators). CodeAct
+    adds the seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or
+    ``$TAO_SANDBOX``."""
     from ..compare import build
-    from ..tools.calculator import calculate, calculator
 
-    return build(getattr(agent, "value", agent), model, [calculate, calculator], max_turns)
+    if tools is None:
+        from ..tools.calculator import calculate, calculator
+
+        tools = [calculate, calculator]
+    return build(getattr(agent, "value", agent), model, tools, max_turns)
 
 
 def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
              json_output: bool = False, trace: str | os.PathLike[str] | None = None,
-             quiet: bool = False, console: Any = None) -> Result:
+             quiet: bool = False, console: Any = None,
+             tools: Sequence[Any] | None = None) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
-    trace to ``trace`` when given. Returns the Result."""
+    trace to ``trace`` when given. ``tools``: as for ``build_agent``. Returns the Result."""
     from ..sinks.console import ConsoleSink
     from ..sinks.jsonl import JsonlTrace
 
-    runner = pkg().build_agent(agent, model, max_turns)
+    runner = pkg().build_agent(agent, model, max_turns, tools=tools)
     sinks: list[Any] = []
     if trace is not None:
         try:
@@ -62,6 +69,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
 
 @app.command("run")
 def run_command(
+    ctx: typer.Context,
     task: TaskArg = None,
     task_file: TaskFileOpt = None,
     agent: AgentOpt = AgentKind.react,
@@ -75,19 +83,21 @@ def run_command(
         "--trace", dir_okay=False, help="Write every event to this JSONL file.",
     )] = None,
     max_turns: MaxTurnsOpt = 10,
+    tools: ToolsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
 ) -> None:
     """Run an agent on TASK (or the task read from stdin or --task-file) with the built-in
-    calculator tools."""
+    calculators or your own tools (--tools; tao.toml in the working directory may set tools,
+    model, agent, max_turns and timeout)."""
     task = read_task(task, task_file)
-    check_timeout(timeout)
+    s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
     try:
-        chosen = pkg().resolve_model(model, timeout=timeout)
+        chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
     try:
-        result = pkg().run_task(task, chosen, agent=agent.value, max_turns=max_turns,
-                                json_output=json_output, trace=trace, quiet=quiet)
+        result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
+                                json_output=json_output, trace=trace, quiet=quiet, tools=s.tools)
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
     except TaoError as e:  # e.g. SandboxUnavailable: no sandbox backend works here
