@@ -1,9 +1,10 @@
 """Saved KV state of a prompt's fixed prefix, so a second process does not evaluate it again.
 
-On two CPU cores the embedded model evaluates its ~600-token system prompt, tool list and worked
-example in 10-20 s, and without this every ``tao run`` would pay that before its first token. The
-state comes from llama-cpp-python's own ``Llama.save_state()``; a file keeps its KV bytes and the
-prefix tokens, not its ``scores`` (up to n_batch x vocab floats, 300 MB for Qwen, and unused with
+On two CPU cores the 0.5B model needs about 4 s for the 627 tokens of ReAct's system prompt, tool
+list and worked example - most of a short ``tao run`` after the load - and without this every run
+would pay it again before its first token. A file keeps llama.cpp's own state bytes (what
+``Llama.save_state()`` takes: the KV cells of the prefix, 7.7 MB there) and the prefix tokens, not
+the ``scores`` that ``save_state`` adds (n_batch x vocab floats, 311 MB for Qwen, unused with
 ``logits_all=False``: sampling reads the context's logits, refreshed after a restore).
 
 A file is named by a hash of the model's identity, n_ctx, llama-cpp's version and the exact prefix

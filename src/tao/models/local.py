@@ -80,6 +80,7 @@ def _load(path: str, n_ctx: int, n_threads: int) -> Any:
                 identity, kv_cache.default_dir() if kv_cache.enabled() else None)
             llm.tao_primed = None  # the prefix whose saved or fresh KV heads the context
             llm.tao_last = None  # the previous call's prompt tokens (a run's next turn extends them)
+            llm.tao_reply_s = 0.0
             _LOADED[key] = llm
         return _LOADED[key]
 
@@ -122,16 +123,10 @@ class LocalModel(Model):
 
     def stats(self) -> dict[str, float | int]:
         """llama.cpp's own counters since the weights loaded (shared by every LocalModel of the
-        same file): tokens evaluated as prompt and decoded one by one, and their seconds; plus
-        the load time and the prefix cache's hits and misses. For benchmarks and tests."""
-        import llama_cpp
-
-        llm = self.llm
-        perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
-        return {"load_s": llm.tao_load_s, "prompt_tokens": perf.n_p_eval,
-                "prompt_s": perf.t_p_eval_ms / 1000, "decoded_tokens": perf.n_eval,
-                "decode_s": perf.t_eval_ms / 1000, "prefix_hits": llm.tao_prefixes.hits,
-                "prefix_misses": llm.tao_prefixes.misses}
+        same file): tokens evaluated as prompt and decoded one by one, and their seconds; the
+        load time; ``reply_s``, the wall time from each reply's first token to its end (decoding
+        plus sampling under the grammar); the prefix cache's hits and misses. For benchmarks."""
+        return _stats(self.llm)
 
     # -- prompt ---------------------------------------------------------------------------
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None = None) -> str:
@@ -219,7 +214,9 @@ class LocalModel(Model):
                 with llm.tao_lock:
                     _prime(llm, tokens, cuts)
                     llm.tao_last = None  # until this call ends well
+                    first = None
                     for chunk in llm.create_completion(**params):
+                        first = first or time.perf_counter()
                         if cancelled.is_set():
                             break
                         choice = chunk["choices"][0]
@@ -227,6 +224,8 @@ class LocalModel(Model):
                         if choice["text"]:
                             loop.call_soon_threadsafe(queue.put_nowait, choice["text"])
                     llm.tao_last = tokens
+                    if first is not None:
+                        llm.tao_reply_s += time.perf_counter() - first
                 loop.call_soon_threadsafe(queue.put_nowait, _DONE)
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
                 loop.call_soon_threadsafe(queue.put_nowait, e)
@@ -246,6 +245,16 @@ class LocalModel(Model):
                       len(llm.tokenize(text.encode(), add_bos=False, special=False)) if text else 0)
         message = _read_action(text) if tools else Message.assistant(text)
         yield ModelResponse(message, usage, "tool_calls" if message.tool_calls else finish[0])
+
+
+def _stats(llm: Any) -> dict[str, float | int]:
+    import llama_cpp
+
+    perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+    return {"load_s": llm.tao_load_s, "prompt_tokens": perf.n_p_eval,
+            "prompt_s": perf.t_p_eval_ms / 1000, "decoded_tokens": perf.n_eval,
+            "decode_s": perf.t_eval_ms / 1000, "reply_s": llm.tao_reply_s,
+            "prefix_hits": llm.tao_prefixes.hits, "prefix_misses": llm.tao_prefixes.misses}
 
 
 def _tokenize(llm: Any, text: str) -> list[int]:
@@ -295,8 +304,11 @@ def _prime(llm: Any, tokens: list[int], cuts: list[int]) -> None:
             log.debug("kv cache: restoring %d tokens failed (%s); evaluating them", cut, e)
     llm.reset()
     llm.eval(prefix)
-    llm.tao_prefixes.put(prefix, _state(llm))
     llm.tao_primed = prefix
+    try:
+        store.put(prefix, _state(llm))
+    except RuntimeError as e:  # not saved: the next process evaluates it again, nothing worse
+        log.debug("kv cache: cannot take the state of %d tokens: %s", cut, e)
 
 
 def _state(llm: Any) -> bytes:
