@@ -38,6 +38,7 @@ def problems() -> dict[str, dict[str, Any]]:
 class HumanEvalSuite(Suite):
     name = "humaneval"
     helpers = False  # CodeAct writes plain Python; the arithmetic helpers would only distract
+    score_blocks = True  # the tests run in a sandbox, on an event loop of their own
 
     def __init__(self) -> None:
         self.texts = tomllib.loads((DATA / "prompts.toml").read_text(encoding="utf-8"))["humaneval"]

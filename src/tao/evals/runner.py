@@ -95,11 +95,13 @@ async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
     seconds = time.perf_counter() - start
     if result.error and result.error.split(":", 1)[0] in _SETUP_ERRORS:
         raise EvalAborted(result.error)
-    import asyncio
+    outcome = Outcome(result, events, calls)
+    if suite.score_blocks:  # HumanEval's tests: on a thread, not holding up the other tasks
+        import asyncio
 
-    # on a thread: a score may run code (HumanEval's tests in a sandbox, on an event loop of
-    # its own) and must not hold up the other tasks of this loop
-    score = await asyncio.to_thread(suite.score, task, Outcome(result, events, calls))
+        score = await asyncio.to_thread(suite.score, task, outcome)
+    else:  # a number compared, BFCL's checker: a thread hop would cost more than the score
+        score = suite.score(task, outcome)
     return {"task_id": task.id, "agent": agent, "category": task.category,
             "correct": score.correct, "answer": result.answer, "expected": score.expected,
             "detail": score.detail, "status": result.status, "error": result.error,

@@ -55,11 +55,14 @@ class Suite:
     """Base: ``name``, ``tasks()``, ``prompt(task, agent)``, ``tools(task)`` and ``score``.
 
     ``max_turns`` (None: the command's ``--max-turns``) and ``helpers`` (CodeAct's arithmetic
-    helpers next to the suite's tools) are fixed by suites that need them."""
+    helpers next to the suite's tools) are fixed by suites that need them; ``score_blocks``
+    by a suite whose ``score`` runs code (it is then called on a thread, so that the tasks
+    running beside it go on)."""
 
     name = "suite"
     max_turns: int | None = None
     helpers = True
+    score_blocks = False
 
     def tasks(self) -> list[Task]:  # pragma: no cover - abstract
         raise NotImplementedError
