@@ -254,7 +254,8 @@ class Toolbox:
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()):
         self._tools: dict[str, Tool] = {}
         for t in tools:
-            self.add(t)
+            for one in (t if isinstance(t, Toolbox) else (t,)):  # a Toolbox among them: its tools
+                self.add(one)
 
     def add(self, t: Tool | Callable[..., Any]) -> Tool:
         if not isinstance(t, Tool):

@@ -1,0 +1,68 @@
+"""What ``run_command`` sends into the sandbox's worker (its source text, not this module: tao is
+not importable in there, so this file uses the standard library only).
+
+The command's output goes through pipes held by the worker rather than straight to the sandbox's
+own capped streams, because those keep only the first 64 KiB - and the end of a long test run is
+where its failures are. The worker keeps the head and the tail of each stream (bounded memory,
+however much is written) and fits both streams into one observation's budget. Whatever the
+command left running is killed with its process group when the shell exits or times out.
+"""
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+
+
+def tao_sh(command, cwd, timeout, budget):
+    proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    kept = {}  # fd -> [head, tail, total bytes]
+    sel = selectors.DefaultSelector()
+    for pipe in (proc.stdout, proc.stderr):
+        kept[pipe.fileno()] = [b"", b"", 0]
+        sel.register(pipe, selectors.EVENT_READ)
+    deadline, timed_out, grace = time.monotonic() + timeout, False, None
+    while sel.get_map():
+        now = time.monotonic()
+        if grace is None and (proc.poll() is not None or now >= deadline):
+            timed_out = proc.returncode is None
+            _kill(proc)  # the shell is done: what it started in the background goes too
+            grace = now + 1.0  # a setsid escapee may hold a pipe: stop reading soon
+        if grace is not None and now >= grace:
+            break
+        for key, _ in sel.select(0.05):
+            data = os.read(key.fd, 1 << 16)
+            if not data:
+                sel.unregister(key.fileobj)
+                continue
+            k = kept[key.fd]
+            room = max(budget - len(k[0]), 0)
+            k[0] += data[:room]
+            k[1] = (k[1] + data[room:])[-budget:]
+            k[2] += len(data)
+    _kill(proc)
+    code = proc.wait()
+    out, err = kept[proc.stdout.fileno()], kept[proc.stderr.fileno()]
+    err_share = min(err[2], max(budget // 3, budget - out[2]))
+    final_answer([code, timed_out, _fit(out, budget - err_share), _fit(err, err_share)])  # noqa: F821
+
+
+def _kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _fit(kept, share):
+    """[head, tail, bytes left out between them] within ``share`` bytes."""
+    head, tail, total = kept
+    if total <= share:
+        return [(head + tail).decode("utf-8", "replace"), "", 0]
+    first = share // 3
+    whole_tail = (head[first:] + tail)[-(share - first):] if share > first else b""
+    return [head[:first].decode("utf-8", "replace"), whole_tail.decode("utf-8", "replace"),
+            total - first - len(whole_tail)]

@@ -1,0 +1,349 @@
+"""The coding agent's tools (seed 002): files and commands in one folder, and nowhere else.
+
+    async with Workspace("workspace", language="zh") as ws:   # a Toolbox
+        agent = ReActAgent(model, tools=ws)                   # or tools=[*ws, calculator]
+        await agent.arun("用 HTML + CSS + JS 写一个贪吃蛇小游戏")
+
+The file tools work on the folder from the host through ``safe_path``: no ``..``, no absolute
+path, no link followed, no special file opened, sizes capped, every write atomic. Their refusals
+are ``WorkspaceError`` (``retryable = False``), so they reach the model as error observations.
+
+Lifecycle of the sandbox behind ``run_command``: created by the first call, never before (``tao
+code`` that only writes files starts no process), reused by later calls, ended by ``close()`` or
+leaving ``async with`` (the files stay; a later ``run_command`` starts a fresh one). The root is
+mounted read-write at ``/workspace``, nothing else is writable, there is no network. Each command
+is its own ``/bin/sh -c`` process in the root - no shell state (``cd``, variables) carries over -
+and whatever it left running is killed when it ends. bwrap by default; ``sandbox="subprocess"``
+or ``"docker"`` is a choice, never a fallback; ``sandbox=False`` leaves ``run_command`` out. As
+root the sandbox runs as a uid of its own: what the tools wrote is given to it, so commands may
+change those files; files that were in the folder before keep their owner (readable, not theirs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import prompts
+from .base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
+from . import safe_path
+from .safe_path import Refused
+
+_BUDGET = MAX_OBSERVATION_CHARS - 400  # room for the header and notes: never cut by the Toolbox
+
+
+class WorkspaceError(ValueError):
+    """A workspace tool refused a call (the message says why, for the model); the same call
+    fails again, so ``retryable = False``."""
+
+    retryable = False
+
+
+class Workspace(Toolbox):
+    """``Workspace(root, language="en", sandbox=None, limits=None)``: the tools ``write_file``,
+    ``read_file``, ``list_dir``, ``edit_file`` and ``run_command`` on the folder ``root`` (made if
+    missing). ``language`` ("zh"/"en") is the language of the observations. ``max_write_bytes``
+    caps one write, ``max_read_bytes`` the file read_file/edit_file take, ``max_files`` the files
+    and folders the tools may create, ``max_timeout`` one command's seconds. A sandbox backend that
+    cannot run here is ``SandboxUnavailable`` at once, not at the first command."""
+
+    def __init__(self, root: str | os.PathLike[str] = "workspace", *, language: str = "en",
+                 sandbox: str | bool | None = None, limits: Any = None,
+                 max_write_bytes: int = 1 << 20, max_read_bytes: int = 16 << 20,
+                 max_files: int = 1000, max_timeout: float = 600):
+        if language not in ("zh", "en"):
+            raise ValueError(f"language must be 'zh' or 'en', not {language!r}")
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.language = language
+        self.max_write_bytes, self.max_read_bytes = max_write_bytes, max_read_bytes
+        self.max_files, self.max_timeout = max_files, max_timeout
+        self._text: dict[str, str] = prompts.table("workspace")[language]
+        self._made, self._to_give, self._old_uids = 0, [], set()
+        self._owner: int | None = None
+        self._limits, self._sandbox, self._lock = limits, None, (None, None)
+        tools = [self.write_file, self.read_file, self.list_dir, self.edit_file]
+        self.sandbox_kind: str | None = None
+        if sandbox is not False:
+            self.sandbox_kind = _chosen_backend(None if sandbox is True else sandbox)
+            tools.append(self.run_command)
+        super().__init__(FunctionTool(fn) for fn in tools)
+
+    # -- the tools (their docstrings are what the model reads) ---------------------------------
+    def write_file(self, path: str, content: str) -> str:
+        """Write a whole file in the workspace (created or replaced; folders are made as needed).
+
+        Args:
+            path: a path relative to the workspace, e.g. index.html or src/app.js
+            content: the complete content of the file
+        """
+        with self._refusals():
+            parts = safe_path.parts_of(path)
+            try:
+                data = content.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise Refused("bad_content", index=e.start + 1) from None
+            if len(data) > self.max_write_bytes:
+                raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
+            safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
+                                   made=self._count)
+            return self._say("wrote", path="/".join(parts), chars=len(content))
+
+    def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
+        """Read a text file in the workspace, a window of lines at a time.
+
+        Args:
+            path: a path relative to the workspace
+            offset: the first line to show (the first line is 1)
+            limit: how many lines to show at most
+        """
+        with self._refusals():
+            parts = safe_path.parts_of(path)
+            if offset < 1:
+                raise Refused("bad_offset", value=offset)
+            if not 1 <= limit <= 2000:
+                raise Refused("bad_limit", value=limit, cap=2000)
+            where, data = "/".join(parts), self._read(parts)
+            if b"\x00" in data:
+                raise Refused("binary", path=where)
+            text = data.decode("utf-8", "replace")
+            bad = text.count("\ufffd") - data.count("\ufffd".encode())
+            lines = text.split("\n")
+            if lines[-1] == "":
+                lines.pop()
+            if not lines:
+                return self._say("read_empty", path=where)
+            if offset > len(lines):
+                raise Refused("past_end", offset=offset, path=where, total=len(lines))
+            shown, used, notes = [], 0, []
+            for line in lines[offset - 1: offset - 1 + limit]:
+                if used + len(line) + 1 > _BUDGET:
+                    if not shown:  # one line longer than an observation: its head
+                        shown.append(line[:_BUDGET])
+                        notes.append(self._say("read_line_cut", line=offset, chars=len(line),
+                                               shown=_BUDGET))
+                    break
+                shown.append(line)
+                used += len(line) + 1
+            last = offset + len(shown) - 1
+            if last < len(lines):
+                notes.append(self._say("read_more", left=len(lines) - last, next=last + 1))
+            if bad:
+                notes.append(self._say("read_bad_bytes", path=where, bad=bad))
+            head = self._say("read_header", path=where, first=offset, last=last, total=len(lines))
+            return "\n".join([head, *shown, *notes])
+
+    def list_dir(self, path: str = ".") -> str:
+        """List a folder of the workspace: names, kinds and sizes, sorted by name.
+
+        Args:
+            path: a folder relative to the workspace; "." is the workspace itself
+        """
+        with self._refusals():
+            parts = safe_path.parts_of(path, allow_root=True)
+            where = "/".join(parts) or "."
+            found = safe_path.entries(str(self.root), parts)
+            if not found:
+                return self._say("list_empty", path=where)
+            lines, used = [self._say("list_header", path=where, count=len(found))], 0
+            for name, kind, size, target in found:
+                text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                odd = self._text["odd_name"] if text != name else ""
+                desc = self._say(f"kind_{kind}", size=size, target=target or "")
+                line = f"{text}{'/' if kind == 'dir' else ''}  ({desc}){odd}"
+                if used + len(line) > _BUDGET:
+                    lines.append(self._say("list_more", left=len(found) - len(lines) + 1))
+                    break
+                lines.append(line)
+                used += len(line) + 1
+            return "\n".join(lines)
+
+    def edit_file(self, path: str, old: str, new: str) -> str:
+        """Replace one exact piece of text in a file of the workspace.
+
+        Args:
+            path: a path relative to the workspace
+            old: text copied exactly from the file; it must occur exactly once
+            new: the text to put in its place
+        """
+        with self._refusals():
+            parts = safe_path.parts_of(path)
+            if not old:
+                raise Refused("old_empty")
+            if old == new:
+                raise Refused("same_text")
+            where = "/".join(parts)
+            try:
+                text = self._read(parts).decode("utf-8")
+            except UnicodeDecodeError:
+                raise Refused("not_utf8_edit", path=where) from None
+            at, start = [], text.find(old)
+            while start != -1:
+                at.append(start)
+                start = text.find(old, start + 1)
+            if not at:
+                raise Refused("no_match", path=where)
+            if len(at) > 1:
+                lines = ", ".join(str(text.count("\n", 0, i) + 1) for i in at[:10])
+                raise Refused("many_matches", path=where, count=len(at),
+                              lines=lines + (", ..." if len(at) > 10 else ""))
+            changed = text[:at[0]] + new + text[at[0] + len(old):]
+            try:
+                data = changed.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise Refused("bad_content", index=e.start - at[0] + 1) from None
+            if len(data) > self.max_write_bytes:
+                raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
+            safe_path.write_atomic(str(self.root), parts, data, owner=self._owner)
+            return self._say("edited", path=where, line=text.count("\n", 0, at[0]) + 1,
+                             chars=len(changed))
+
+    async def run_command(self, command: str, timeout: float = 60) -> str:
+        """Run a shell command in the workspace folder (a sandbox: no network, only the workspace
+        is writable). Returns its output and exit status.
+
+        Args:
+            command: a /bin/sh command line, e.g. "ls -la" or "python3 test.py"
+            timeout: seconds before the command is killed
+        """
+        with self._refusals():
+            if "\x00" in command:
+                raise Refused("cmd_nul")
+            try:
+                command.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Refused("cmd_unicode") from None
+            if not command.strip():
+                raise Refused("cmd_empty")
+            if len(command) > 100_000:
+                raise Refused("cmd_too_long", size=len(command), cap=100_000)
+            if not 1 <= timeout <= self.max_timeout:
+                raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
+        async with self._command_lock():
+            sb = self._sandbox or self._new_sandbox()
+            inside = "/workspace" if sb.kind in ("bwrap", "docker") else str(sb.workspace)
+            code = f"{_shell_source()}\ntao_sh({command!r}, {inside!r}, {float(timeout)!r}, 7000)"
+            res = await sb.execute(code, timeout + 15)  # the worker's own clock is a backstop
+        return self._command_text(res, timeout)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def close(self) -> None:
+        """End the sandbox of ``run_command`` (if one was started); the files stay."""
+        sb, self._sandbox = self._sandbox, None
+        if sb is not None:
+            if sb.uid is not None:
+                self._old_uids.add(sb.uid)
+            self._owner = None
+            await sb.close()
+
+    async def __aenter__(self) -> Workspace:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import asyncio
+
+        asyncio.run(self.close())
+
+    # -- internals ----------------------------------------------------------------------------
+    def _say(self, key: str, **values: object) -> str:
+        if "kind" in values:
+            values["kind"] = self._text[f"kind_{values['kind']}"]
+        return prompts.render(self._text[key], **{k: str(v) for k, v in values.items()})
+
+    @contextlib.contextmanager
+    def _refusals(self) -> Iterator[None]:
+        """A ``Refused`` (or an ``OSError`` on the way) becomes a ``WorkspaceError`` in the
+        workspace's language."""
+        try:
+            yield
+        except Refused as e:
+            raise WorkspaceError(self._say(e.key, **e.values)) from None
+        except OSError as e:
+            error = WorkspaceError(self._say("os_error", path=safe_path.shown(str(e.filename or ".")),
+                                             error=e.strerror or str(e)))
+            error.retryable = True  # e.g. a full disk: freeing space helps
+            raise error from None
+
+    def _read(self, parts: list[str]) -> bytes:
+        return safe_path.read_bytes(str(self.root), parts, self.max_read_bytes)
+
+    def _count(self, path: str) -> None:
+        """Told before the tools make a file or folder: the cap, and whom to give it to later."""
+        if self._made >= self.max_files:
+            raise Refused("too_many_files", cap=self.max_files)
+        self._made += 1
+        if self._owner is None and os.geteuid() == 0:
+            self._to_give.append(path)
+
+    def _command_lock(self) -> asyncio.Lock:
+        """One command at a time (a turn may hold several calls), with a lock of this loop."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
+
+    def _new_sandbox(self) -> Any:
+        from ..sandbox import get_sandbox
+
+        sb = get_sandbox(self.sandbox_kind, workspace=self.root, limits=self._limits)
+        if sb.uid is not None:  # what the tools wrote becomes the sandbox's to change
+            safe_path.give(str(self.root), self._to_give, sb.uid, self._old_uids)
+            self._to_give, self._owner = [], sb.uid
+        self._sandbox = sb
+        return sb
+
+    def _command_text(self, res: Any, timeout: float) -> str:
+        parts = []
+        if res.has_final_answer:
+            code, timed_out, out, err = res.final_answer
+            parts = [self._joined(out), self._joined(err)]
+            if parts[1]:
+                parts[1] = f"{self._text['stderr']}\n{parts[1]}"
+        if res.error:  # the runner itself failed, e.g. no process could be started
+            parts.append(res.error.rstrip("\n")[-1500:])
+        if res.has_final_answer:
+            parts.append(self._say("timed_out", timeout=f"{timeout:g}") if timed_out
+                         else self._say("exit_status", code=code))
+        elif res.killed_reason:
+            parts.append(f"[{res.killed_reason}]")
+        parts.extend(f"[{note}]" for note in res.notes)
+        return "\n".join(p for p in parts if p) or self._text["no_output"]
+
+    def _joined(self, kept: list[Any]) -> str:
+        """One stream's head and tail from the runner, the gap between them said in bytes."""
+        head, tail, gap = kept
+        if not gap:
+            return (head + tail).rstrip("\n")
+        return f"{head}\n{self._say('cut_middle', bytes=gap)}\n{tail.rstrip(chr(10))}"
+
+
+@functools.cache
+def _shell_source() -> str:
+    return (Path(__file__).parent / "_shell.py").read_text(encoding="utf-8")
+
+
+def _chosen_backend(kind: str | None) -> str:
+    """The backend ``get_sandbox`` would use, checked now: a user's error is raised at once."""
+    from ..sandbox import KINDS, SandboxUnavailable, backend_problem, unavailable_message
+
+    chosen = kind or os.environ.get("TAO_SANDBOX") or "bwrap"
+    if chosen not in KINDS:
+        raise ValueError(f"unknown sandbox {chosen!r}; choose one of {', '.join(KINDS)}, or "
+                         "sandbox=False for the file tools alone")
+    problem = backend_problem(chosen)
+    if problem is not None:
+        raise SandboxUnavailable(unavailable_message(chosen, problem) +
+                                 " Workspace(..., sandbox=False) gives the file tools alone.")
+    return chosen

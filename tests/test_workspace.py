@@ -1,0 +1,369 @@
+"""The workspace tools as the coding agent of seed 002 uses them: real files in tmp_path, the real
+bubblewrap sandbox behind run_command, a ReAct run through ScriptedModel writing the snake game."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tao import ReActAgent, ScriptedModel, calculator, tool_call
+from tao.events import Observation
+from tao.messages import ToolCall
+from tao.sandbox import SandboxUnavailable, backend_problem
+from tao.tools import Toolbox, Workspace
+from tao.tools import safe_path
+from tao.tools.workspace import WorkspaceError
+
+from sandbox_backends import skip_mark
+
+needs_bwrap = skip_mark("bwrap") or (lambda f: f)
+INDEX = "<!DOCTYPE html>\n<html>\n<head><link rel=\"stylesheet\" href=\"style.css\"></head>\n" \
+        "<body><canvas id=\"game\" width=\"400\" height=\"400\"></canvas>\n" \
+        "<script src=\"game.js\"></script></body>\n</html>\n"
+STYLE = "body { background: #111; display: flex; justify-content: center; }\n"
+GAME = textwrap.dedent("""\
+    const snake = [{x: 10, y: 10}];
+    let dir = {x: 1, y: 0};
+    document.addEventListener('keydown', e => {
+      if (e.key === 'ArrowUp') dir = {x: 0, y: -1};
+    });
+    """)
+
+
+def run(ws, name, **arguments):
+    """One call through Toolbox.execute, the door every agent uses."""
+    return asyncio.run(ws.execute(ToolCall("c1", name, arguments)))
+
+
+# -- the file tools ------------------------------------------------------------------------------
+def test_write_read_list_edit_say_what_happened_in_english(tmp_path):
+    ws = Workspace(tmp_path / "ws", sandbox=False)
+
+    assert ws.write_file("index.html", INDEX) == f"wrote index.html ({len(INDEX)} characters)"
+    assert ws.write_file("css/style.css", STYLE) == f"wrote css/style.css ({len(STYLE)} characters)"
+    assert (tmp_path / "ws" / "css" / "style.css").read_text() == STYLE  # the folder was made
+
+    text = ws.read_file("index.html")
+    assert text.splitlines()[0] == "index.html: lines 1-6 of 6"
+    assert text.split("\n", 1)[1] == INDEX.rstrip("\n")
+
+    listing = ws.list_dir().splitlines()
+    assert listing == [". (entries: 2)", "css/  (folder)",
+                       f"index.html  (file, {len(INDEX.encode())} bytes)"]
+
+    assert ws.edit_file("index.html", 'width="400"', 'width="600"') == \
+        f"edited index.html: replaced the 1 match at line 4 (now {len(INDEX)} characters)"
+    assert 'width="600"' in (tmp_path / "ws" / "index.html").read_text()
+
+
+def test_observations_in_chinese_as_the_seed_says_them(tmp_path):
+    ws = Workspace(tmp_path, language="zh", sandbox=False)
+    assert ws.write_file("index.html", INDEX) == f"文件 index.html 写入成功（{len(INDEX)} 字符）"
+    assert ws.read_file("index.html").splitlines()[0] == "index.html：第 1-6 行，共 6 行"
+    with pytest.raises(WorkspaceError, match="不能包含 .."):
+        ws.write_file("../x.html", "x")
+    assert "写入成功" in ws.write_file("说明.md", "贪吃蛇")  # Chinese names are fine
+    assert (tmp_path / "说明.md").read_text() == "贪吃蛇"
+
+
+def test_read_file_pages_by_lines_and_says_more_remain(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("log.txt", "".join(f"line {i}\n" for i in range(1, 501)))
+
+    first = ws.read_file("log.txt").splitlines()
+    assert first[0] == "log.txt: lines 1-200 of 500"
+    assert first[1] == "line 1" and first[200] == "line 200"
+    assert first[-1] == "(300 more lines not shown; read on with offset=201)"
+
+    last = ws.read_file("log.txt", offset=451, limit=100).splitlines()
+    assert last[0] == "log.txt: lines 451-500 of 500" and last[-1] == "line 500"
+    assert "past the end" in run(ws, "read_file", path="log.txt", offset=501).content
+
+
+def test_a_read_never_outgrows_one_observation(tmp_path):
+    """The Toolbox cuts observations at 8000 characters, mid-line; read_file stops at a line
+    boundary before that and says where to go on."""
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("wide.txt", "".join(f"{i:04d} " + "x" * 95 + "\n" for i in range(200)))
+    text = ws.read_file("wide.txt")
+    assert len(text) < 8000 and "truncated" not in text
+    shown = text.splitlines()
+    assert shown[0].startswith("wide.txt: lines 1-")
+    next_line = int(shown[-1].split("offset=")[1].rstrip(")"))
+    assert shown[-2].startswith(f"{next_line - 2:04d} ")  # nothing skipped between the windows
+    assert ws.read_file("wide.txt", offset=next_line).splitlines()[1].startswith(f"{next_line - 1:04d}")
+
+    ws.write_file("min.js", "a" * 50_000)  # one line longer than an observation
+    text = ws.read_file("min.js")
+    assert len(text) < 8000 and "line 1 is 50000 characters long" in text
+
+
+def test_edit_file_needs_exactly_one_match(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("game.js", "let a = 1;\nlet b = 1;\nlet c = 2;\n")
+
+    none = run(ws, "edit_file", path="game.js", old="let d", new="let e")
+    assert none.is_error and "not found in game.js" in none.content and "read_file" in none.content
+    many = run(ws, "edit_file", path="game.js", old=" = 1;", new=" = 3;")
+    assert many.is_error and "occurs 2 times in game.js (lines 1, 2)" in many.content
+    assert "include more surrounding lines" in many.content
+    assert (tmp_path / "game.js").read_text() == "let a = 1;\nlet b = 1;\nlet c = 2;\n"  # untouched
+
+    ok = run(ws, "edit_file", path="game.js", old="let b = 1;", new="let b = 5;")
+    assert not ok.is_error and "line 2" in ok.content
+    assert (tmp_path / "game.js").read_text() == "let a = 1;\nlet b = 5;\nlet c = 2;\n"
+    assert "empty" in run(ws, "edit_file", path="game.js", old="", new="x").content
+
+
+def test_refusals_are_error_observations_that_say_retrying_cannot_help(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    r = run(ws, "write_file", path="../escape.txt", content="x")
+    assert r.is_error and not r.retryable
+    assert r.content == "Error: WorkspaceError: the path ../escape.txt may not contain '..': " \
+                        "every file stays inside the workspace"
+    assert not (tmp_path.parent / "escape.txt").exists()
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("run.sh", "#!/bin/sh\necho one\n")
+    os.chmod(tmp_path / "run.sh", 0o755)
+    ws.write_file("run.sh", "#!/bin/sh\necho two\n")
+    assert os.stat(tmp_path / "run.sh").st_mode & 0o777 == 0o755
+
+
+# -- atomic writes -------------------------------------------------------------------------------
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named-temp"])
+def test_a_failure_between_write_and_rename_leaves_the_old_file_and_no_debris(tmp_path, monkeypatch,
+                                                                              unnamed):
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("game.js", GAME)
+    if not unnamed:  # no /proc to name an O_TMPFILE by: the named-temporary path
+        monkeypatch.setattr(safe_path.os, "link", _fail)
+    monkeypatch.setattr(safe_path.os, "replace", _fail)
+
+    r = run(ws, "write_file", path="game.js", content="half" * 1000)
+    assert r.is_error and "game.js" in r.content
+    assert (tmp_path / "game.js").read_text() == GAME
+    assert sorted(os.listdir(tmp_path)) == ["game.js"]
+
+
+def _fail(*args, **kwargs):
+    raise OSError(5, "Input/output error")
+
+
+def test_a_process_killed_mid_write_leaves_the_old_file_whole(tmp_path):
+    """A real SIGKILL after the new bytes are written, before the rename: the old file is intact
+    and, with O_TMPFILE, no temporary file is left behind."""
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("game.js", GAME)
+    script = textwrap.dedent(f"""
+        import os, signal
+        from tao.tools import Workspace, safe_path
+        ws = Workspace({str(tmp_path)!r}, sandbox=False, max_write_bytes=64 << 20)
+        safe_path.os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
+        ws.write_file("game.js", "x" * (32 << 20))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert proc.returncode == -9
+    assert (tmp_path / "game.js").read_text() == GAME
+    assert sorted(os.listdir(tmp_path)) == ["game.js"]
+
+
+# -- run_command in the real sandbox -------------------------------------------------------------
+@needs_bwrap
+def test_run_command_output_exit_status_and_the_workspace_as_cwd(tmp_path):
+    async def main():
+        async with Workspace(tmp_path) as ws:
+            ws.write_file("hello.py", "print('hello from', __import__('os').getcwd())\n")
+            first = await ws.run_command("python3 hello.py; echo oops >&2; exit 3")
+            second = await ws.run_command("cd /tmp && X=1; echo made > made.txt; pwd")
+            third = await ws.run_command("echo $X; pwd")
+            return first, second, third
+
+    first, second, third = asyncio.run(main())
+    assert first == "hello from /workspace\n[stderr]\noops\n[exit status 3]"
+    assert second == "/tmp\n[exit status 0]"
+    assert third == "\n/workspace\n[exit status 0]"  # no shell state carried over
+    assert not (tmp_path / "made.txt").exists()  # it went to the sandbox's private /tmp
+
+
+@needs_bwrap
+def test_commands_change_the_files_the_tools_wrote_and_the_tools_see_theirs(tmp_path):
+    async def main():
+        async with Workspace(tmp_path) as ws:
+            ws.write_file("src/game.js", GAME)
+            out = await ws.run_command("echo '// more' >> src/game.js && mkdir -p build && "
+                                       "cp src/game.js build/game.min.js && ls build")
+            ws.write_file("src/later.js", "1")  # written after the sandbox exists
+            later = await ws.run_command("echo 2 >> src/later.js && cat src/later.js")
+            return out, later, ws.read_file("build/game.min.js")
+
+    out, later, copied = asyncio.run(main())
+    assert out == "game.min.js\n[exit status 0]"
+    assert later == "12\n[exit status 0]"
+    assert copied.endswith("// more")
+    assert (tmp_path / "src" / "game.js").read_text() == GAME + "// more\n"
+
+
+@needs_bwrap
+def test_commands_have_no_network_and_nothing_but_the_workspace_is_writable(tmp_path):
+    async def main():
+        async with Workspace(tmp_path) as ws:
+            return await ws.run_command(
+                "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 2)' "
+                "2>&1 | tail -1; touch /usr/x /usr/bin/x /x 2>&1; echo done")
+
+    out = asyncio.run(main())
+    assert "PermissionError" in out or "Operation not permitted" in out
+    assert out.count("Read-only file system") == 3
+    assert out.endswith("done\n[exit status 0]")
+
+
+@needs_bwrap
+def test_a_command_past_its_timeout_is_killed_with_what_it_started(tmp_path):
+    async def main():
+        async with Workspace(tmp_path) as ws:
+            slow = await ws.run_command("echo started; (sleep 5; echo late > late.txt) & sleep 30",
+                                        timeout=1)
+            after = await ws.run_command("echo next")
+            return slow, after
+
+    slow, after = asyncio.run(main())
+    assert slow == "started\n[timed out: the command was killed after 1 s]"
+    assert after == "next\n[exit status 0]"
+    import time
+    time.sleep(0.2)
+    assert not (tmp_path / "late.txt").exists()
+
+
+@needs_bwrap
+def test_long_output_keeps_its_head_and_its_tail(tmp_path):
+    async def main():
+        async with Workspace(tmp_path) as ws:
+            return await ws.run_command("seq 1 20000; echo the-error >&2; exit 1")
+
+    out = asyncio.run(main())
+    assert len(out) < 8000
+    assert out.startswith("1\n2\n3\n") and "bytes left out here" in out
+    assert "\n20000\n[stderr]\nthe-error\n[exit status 1]" in out
+
+
+def test_run_command_refuses_what_no_shell_should_get(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False if backend_problem("bwrap") else None)
+    if "run_command" not in ws:
+        pytest.skip("bwrap cannot run here")
+    assert "NUL" in run(ws, "run_command", command="ls\x00 /").content
+    assert "empty" in run(ws, "run_command", command="  ").content
+    assert "timeout must be between 1 and 600" in run(ws, "run_command", command="ls", timeout=0).content
+    assert ws._sandbox is None  # refused before any sandbox was made
+
+
+# -- lifecycle and composition -------------------------------------------------------------------
+@needs_bwrap
+def test_one_sandbox_made_lazily_reused_and_ended_by_close(tmp_path):
+    ws = Workspace(tmp_path)
+    assert ws._sandbox is None  # constructing and writing files start nothing
+    ws.write_file("a.txt", "a")
+    assert ws._sandbox is None
+
+    async def two_commands():
+        await ws.run_command("true")
+        first = ws._sandbox
+        await ws.run_command("true")
+        return first
+
+    first = asyncio.run(two_commands())
+    assert first is ws._sandbox is not None
+    asyncio.run(ws.close())
+    assert ws._sandbox is None and first._closed
+    assert (tmp_path / "a.txt").read_text() == "a"  # the files stay
+    # a later command (a new asyncio.run, as agent.run does) starts a fresh sandbox
+    assert asyncio.run(ws.run_command("cat a.txt")) == "a\n[exit status 0]"
+    with ws:  # the sync form for sync code
+        pass
+    assert ws._sandbox is None
+
+
+def test_sandbox_choice_is_checked_at_once(tmp_path):
+    with pytest.raises(ValueError, match="unknown sandbox 'chroot'"):
+        Workspace(tmp_path, sandbox="chroot")
+    if backend_problem("docker") is not None:
+        with pytest.raises(SandboxUnavailable, match="sandbox=False"):
+            Workspace(tmp_path, sandbox="docker")
+    assert Workspace(tmp_path, sandbox=False).names == ["write_file", "read_file", "list_dir",
+                                                        "edit_file"]
+
+
+def test_a_workspace_combines_with_other_tools(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    for tools in ([*ws, calculator], Toolbox([ws, calculator])):
+        agent = ReActAgent(ScriptedModel([]), tools=tools)
+        assert agent.toolbox.names == ["write_file", "read_file", "list_dir", "edit_file",
+                                       "calculator"]
+    box = Toolbox([ws, calculator])
+    assert asyncio.run(box.execute(ToolCall("c", "write_file", {"path": "a.txt", "content": "1"}))
+                       ).content == "wrote a.txt (1 characters)"
+    assert asyncio.run(box.execute(ToolCall("c", "calculator", {"operation": "add", "a": 1, "b": 2}))
+                       ).content == "3"
+
+
+def test_tool_descriptions_are_short_and_name_their_arguments(tmp_path):
+    ws = Workspace(tmp_path, sandbox=None if backend_problem("bwrap") is None else False)
+    for spec in ws.specs():
+        assert len(spec.description) < 200, spec.name
+        for name, prop in spec.parameters["properties"].items():
+            assert prop.get("description"), f"{spec.name}.{name}"
+
+
+# -- the seed 002 run ----------------------------------------------------------------------------
+def test_react_agent_writes_the_snake_game_and_finishes(tmp_path):
+    """Seed 002's demo through native tool calls: three write_file turns, then the answer."""
+    ws = Workspace(tmp_path / "workspace", language="zh", sandbox=False)
+    model = ScriptedModel([
+        ("先创建 HTML 结构，引入样式和脚本", tool_call("write_file", path="index.html", content=INDEX)),
+        ("接下来写样式", tool_call("write_file", path="style.css", content=STYLE)),
+        ("最后写游戏逻辑", tool_call("write_file", path="game.js", content=GAME)),
+        "已生成贪吃蛇小游戏，打开 index.html 即可游玩",
+    ])
+    agent = ReActAgent(model, tools=ws)
+    events = []
+
+    result = agent.run("使用 HTML + CSS + JS 生成一个贪吃蛇小游戏，代码分别放在 index.html、style.css、"
+                       "game.js 三个文件中", sinks=[events.append])
+
+    assert result.status == "done" and result.turns == 4 and result.tool_calls == 3
+    assert result.answer == "已生成贪吃蛇小游戏，打开 index.html 即可游玩"
+    assert [e.content for e in events if type(e) is Observation] == [
+        f"文件 index.html 写入成功（{len(INDEX)} 字符）",
+        f"文件 style.css 写入成功（{len(STYLE)} 字符）",
+        f"文件 game.js 写入成功（{len(GAME)} 字符）",
+    ]
+    root = tmp_path / "workspace"
+    assert sorted(os.listdir(root)) == ["game.js", "index.html", "style.css"]
+    assert (root / "index.html").read_text() == INDEX
+    assert (root / "style.css").read_text() == STYLE
+    assert (root / "game.js").read_text() == GAME
+
+
+def test_react_agent_recovers_from_a_refused_path(tmp_path):
+    """A refusal is an observation: the model reads it and writes inside the workspace instead."""
+    ws = Workspace(tmp_path / "workspace", sandbox=False)
+    model = ScriptedModel([
+        tool_call("write_file", path="/etc/snake.html", content=INDEX),
+        tool_call("write_file", path="snake.html", content=INDEX),
+        "done",
+    ])
+    events = []
+    result = ReActAgent(model, tools=ws).run("write snake.html", sinks=[events.append])
+    obs = [e for e in events if type(e) is Observation]
+    assert result.status == "done" and [o.is_error for o in obs] == [True, False]
+    assert "absolute path /etc/snake.html refused" in obs[0].content
+    assert "snake.html" in model.calls[1][-1].content  # the model was told
+    assert not os.path.exists("/etc/snake.html")
+    assert (tmp_path / "workspace" / "snake.html").read_text() == INDEX
