@@ -17,7 +17,7 @@ from tao.events import (Action, Error, FinalAnswer, Observation, RunFinished, Ru
                         TokenDelta, TurnStarted)
 from tao.models.base import Model, ModelResponse
 
-PROTOCOLS = ["tools", "text"]
+PROTOCOLS = ["tools", "text", "json"]
 
 # The seeds' solutions, one calculator call a step; "$n" is the n-th observation the model has seen.
 SCRIPTS = {
@@ -47,12 +47,16 @@ def number(text: str) -> float:
 def calculator_reply(protocol: str, thought: str, **arguments):
     if protocol == "tools":
         return (thought, tool_call("calculator", **arguments))
+    if protocol == "json":  # seed 003's decision object
+        return json.dumps({"thought": thought, "action": "calculator", "action_input": arguments})
     return f"Thought: {thought}\nAction: calculator\nAction Input: {json.dumps(arguments)}"
 
 
 def final_reply(protocol: str, answer: str) -> str:
     if protocol == "tools":
         return answer
+    if protocol == "json":
+        return json.dumps({"thought": "I now know the final answer", "action": "final", "action_input": answer})
     return f"Thought: I now know the final answer\nFinal Answer: {answer}"
 
 
@@ -365,7 +369,7 @@ def test_unparsable_reply_gets_a_corrective_observation_and_the_loop_goes_on():
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_chinese_task_gets_chinese_prompt_and_correction(protocol):
-    bad = "我觉得是 42" if protocol == "text" else ""
+    bad = "我觉得是 42" if protocol != "tools" else ""
     model = ScriptedModel([bad, final_reply(protocol, "42")])
     result = ReActAgent(model, [calculator], protocol=protocol).run("请帮我计算 15 + 27 等于多少？")
 
@@ -375,13 +379,16 @@ def test_chinese_task_gets_chinese_prompt_and_correction(protocol):
     correction = model.calls[1][-1].content
     if protocol == "text":
         assert "无法解析你的上一条回复" in correction and "既没有 Action 也没有 Final Answer" in correction
+    elif protocol == "json":
+        assert correction.startswith("Observation: 无法使用你的上一条回复：回复里没有 JSON 对象")
+        assert '"action": "final"' in correction
     else:
         assert correction == "回复是空的"
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_english_task_gets_english_prompt_and_correction(protocol):
-    bad = "It is 42, I think" if protocol == "text" else ""
+    bad = "It is 42, I think" if protocol != "tools" else ""
     model = ScriptedModel([bad, final_reply(protocol, "42")])
     result = ReActAgent(model, [calculator], protocol=protocol).run("What is 15 + 27?")
 
@@ -391,6 +398,8 @@ def test_english_task_gets_english_prompt_and_correction(protocol):
     correction = model.calls[1][-1].content
     if protocol == "text":
         assert "could not be parsed" in correction
+    elif protocol == "json":
+        assert correction.startswith("Observation: your last reply could not be used: the reply holds no JSON object")
     else:
         assert correction == "the reply is empty"
 
@@ -444,7 +453,7 @@ def test_scripted_model_usage_grows_with_the_conversation():
 
 def test_user_mistakes_are_exceptions_at_once():
     with pytest.raises(ValueError, match="protocol"):
-        ReActAgent(ScriptedModel([]), [calculator], protocol="json")
+        ReActAgent(ScriptedModel([]), [calculator], protocol="xml")
     with pytest.raises(ValueError, match="max_turns"):
         ReActAgent(ScriptedModel([]), [calculator], max_turns=0)
     with pytest.raises(ValueError, match="two tools are named 'calculator'"):

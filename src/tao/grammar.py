@@ -1,14 +1,15 @@
 """GBNF grammars for constrained decoding on the embedded model.
 
 JSON schema → GBNF is llama-cpp-python's own ``SchemaConverter``; this module only composes its
-rules into the two shapes tao needs: the JSON action object of the local tool-calling format and
-the seed 001 text protocol. Under these grammars every reply the model can produce parses.
+rules into the shapes tao needs: the JSON action object of the local tool-calling format, the
+seed 001 text protocol, seed 002's bracket-and-block form and seed 003's JSON decision object.
+Under these grammars every reply the model can produce parses.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .models.base import ToolSpec
@@ -65,7 +66,23 @@ def action_grammar(specs: Sequence[ToolSpec]) -> str:
     """``{"thought": ..., "tool": ..., "arguments": {...}}`` or ``{"thought": ...,
     "final_answer": ...}``, written by hand around the converter's argument rules so the shared
     ``thought`` prefix is one rule and lengths use GBNF's ``{m,n}``."""
-    conv = _converter(ACTION_ORDER)
+    return _object_grammar(specs, ACTION_ORDER, "tool", "arguments", None, "final_answer")
+
+
+#: Seed 003's decision object: ``action`` is a tool's name or ``"final"``.
+DECISION_ORDER = ["thought", "action", "action_input"]
+FINAL_ACTION = "final"
+
+
+def decision_grammar(specs: Sequence[ToolSpec]) -> str:
+    """``{"thought": ..., "action": "<tool>", "action_input": {...}}`` or ``{"thought": ...,
+    "action": "final", "action_input": "<answer>"}`` - each tool's arguments by its own schema."""
+    return _object_grammar(specs, DECISION_ORDER, "action", "action_input", FINAL_ACTION, "action_input")
+
+
+def _object_grammar(specs: Sequence[ToolSpec], order: Sequence[str], tool_key: str, args_key: str,
+                    final_name: str | None, answer_key: str) -> str:
+    conv = _converter(order)
     _visit(conv, {"type": "string"}, "text")  # brings in the JSON ``char`` rule
     key = lambda k: conv._format_literal(json.dumps(k)) + " space \":\" space"  # noqa: E731
     thought = conv._add_rule("thought", f'"\\"" char{{0,{THOUGHT_CHARS}}} "\\"" space')
@@ -74,11 +91,25 @@ def action_grammar(specs: Sequence[ToolSpec]) -> str:
     for i, spec in enumerate(specs):
         args = _visit(conv, spec.parameters or {"type": "object"}, f"args{i}")
         name = conv._format_literal(json.dumps(spec.name))
-        alts.append(f'{key("tool")} {name} space "," space {key("arguments")} {args}')
-    alts.append(f'{key("final_answer")} {answer}')
+        alts.append(f'{key(tool_key)} {name} space "," space {key(args_key)} {args}')
+    final = f'{key(answer_key)} {answer}'
+    if final_name is not None:
+        final = f'{key(tool_key)} {conv._format_literal(json.dumps(final_name))} space "," space {final}'
+    alts.append(final)
     body = " | ".join(f"({a})" for a in alts)
     conv._add_rule("root", f'"{{" space {key("thought")} {thought} "," space ({body}) "}}" space')
     return conv.format_grammar()
+
+
+def decision_schema(specs: Sequence[ToolSpec]) -> dict[str, Any]:
+    """The decision object as a JSON schema for ``response_format`` on API models: one object at
+    the root (what OpenAI's structured output takes), ``action`` one of the tools or ``final``."""
+    return {"type": "object", "additionalProperties": False,
+            "required": ["thought", "action", "action_input"],
+            "properties": {"thought": {"type": "string"},
+                           "action": {"type": "string",
+                                      "enum": [*(s.name for s in specs), FINAL_ACTION]},
+                           "action_input": {"anyOf": [{"type": "object"}, {"type": "string"}]}}}
 
 
 def react_text_grammar(specs: Sequence[ToolSpec]) -> str:
@@ -95,3 +126,44 @@ def react_text_grammar(specs: Sequence[ToolSpec]) -> str:
     body = " | ".join(f"({a})" for a in [*actions, final])
     conv._add_rule("root", f'"Thought: " {line} "\\n" ({body})')
     return conv.format_grammar()
+
+
+#: GBNF pieces of seed 002's fenced block. A line inside the block is any line that is not a
+#: fence (up to three spaces, then three backticks) - so the one place the model can write a bare
+#: fence is the end of the file, and the parser (``agents.blocks``) closes the block exactly where
+#: the grammar did. A line with a language tag (```` ```bash ````) opens one nested block, as a
+#: Markdown file's own example, closed by the next bare fence.
+_BLOCK_RULES = r"""
+block ::= "```" lang "\n" (text-line | nested)* "```"
+lang ::= [a-zA-Z0-9_+#.-]{0,20}
+nested ::= "```" [a-zA-Z0-9_+#.-] [^`\n]{0,40} "\n" text-line* "```\n"
+text-line ::= ([^ `\n] [^\n]* | "`" tick1 | " " sp1)? "\n"
+sp1 ::= ([^ `\n] [^\n]* | "`" tick1 | " " sp2)?
+sp2 ::= ([^ `\n] [^\n]* | "`" tick1 | " " sp3)?
+sp3 ::= ([^ `\n] [^\n]* | "`" tick1 | " " [^\n]*)?
+tick1 ::= ([^`\n] [^\n]* | "`" tick2)?
+tick2 ::= ([^`\n] [^\n]*)?
+"""
+
+
+def react_block_grammar(specs: Sequence[ToolSpec], forms: Mapping[str, tuple[str, str | None]]) -> str:
+    """Seed 002's form: ``Thought: <line>``, then ``Action: name【arg】`` and a fenced block
+    (``forms[name]`` is ``("block", param)``), ``Action: name【arg】`` (``"bracket"``),
+    ``Action: name`` + ``Action Input: <JSON>`` (``"json"``), or ``Action: Finish【answer】``."""
+    conv = _converter()
+    actions = []
+    for i, spec in enumerate(specs):
+        form = forms.get(spec.name, ("json", None))[0]
+        name = conv._format_literal(spec.name)
+        if form == "json":
+            args = _visit(conv, spec.parameters or {"type": "object"}, f"args{i}")
+            actions.append(f'"Action: " {name} "\\nAction Input: " {args}')
+        else:
+            tail = ' "\\n" block' if form == "block" else ""
+            actions.append(f'"Action: " {name} "【" arg "】"{tail}')
+    conv._add_rule("line", f"[^\\n]{{1,{THOUGHT_CHARS}}}")
+    conv._add_rule("arg", "[^【】\\n]{1,200}")
+    conv._add_rule("finish-answer", f"[^【】]{{1,{ANSWER_CHARS}}}")
+    body = " | ".join(f"({a})" for a in [*actions, '"Action: Finish【" finish-answer "】"'])
+    conv._add_rule("root", f'"Thought: " line "\\n" ({body})')
+    return conv.format_grammar() + _BLOCK_RULES

@@ -1,20 +1,24 @@
-"""How a ReAct agent talks to its model: native function calling or the seed 001 text protocol.
+"""How a ReAct agent talks to its model: native function calling, the seed 001/002 text protocol,
+or seed 003's JSON decision object.
 
-A protocol builds the system prompt and model arguments, reads each reply into a ``Step``, and
-words observations. The ReAct loop itself (``react.py``) is the same for both.
+A protocol builds the system prompt and model arguments, opens the model stream, reads each reply
+into a ``Step``, and words observations. The ReAct loop itself (``react.py``) is the same for all.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
+from ..errors import ModelConfigError
 from ..messages import Message, ToolCall
-from ..models.base import Model
+from ..models.base import Chunk, Model, Retrying
 from ..safe_json import dumps
 from ..tools.base import Toolbox, ToolResult
-from .text_parser import ParsedAction, ParsedFinal, parse_reply
+from .blocks import ToolParams
+from .text_parser import ParsedAction, ParsedFinal, ParseFailure, parse_reply
 
 
 @dataclass(slots=True)
@@ -33,6 +37,10 @@ class ToolsProtocol:
     """Native function calling: tool specs go to the model, tool calls come back structured."""
 
     name = "tools"
+
+    def stream(self, model: Model, messages: Sequence[Message], kwargs: dict[str, Any]
+               ) -> AsyncIterator[Chunk]:
+        return model.stream(messages, **kwargs)
 
     def system_prompt(self, lang: str, toolbox: Toolbox) -> str:
         return prompts.template("react_tools", lang)
@@ -53,32 +61,65 @@ class ToolsProtocol:
 
 
 class TextProtocol:
-    """The seed 001 protocol over plain text, parsed tolerantly (see ``text_parser``)."""
+    """The seed 001 protocol over plain text, parsed tolerantly (see ``text_parser``); with a tool
+    that takes a long text (``write_file(path, content)``), seed 002's form: ``Action:
+    write_file【path】`` and the file in a fenced block, ``Action: Finish【answer】`` to end."""
 
     name = "text"
     stop = ["\nObservation:", "\nObservation：", "Observation:"]
+    stream = ToolsProtocol.stream
 
     def __init__(self) -> None:
         self._ids = 0
+        self._shapes: tuple[Toolbox, dict[str, ToolParams]] | None = None
+
+    def shapes(self, toolbox: Toolbox) -> dict[str, ToolParams]:
+        """Each tool's ``ToolParams``, worked out once per toolbox (not once per turn)."""
+        if self._shapes is None or self._shapes[0] is not toolbox:
+            self._shapes = (toolbox, {t.name: ToolParams.of(t.spec.parameters) for t in toolbox})
+        return self._shapes[1]
+
+    def block_tool(self, toolbox: Toolbox) -> str | None:
+        """The first tool written as seed 002's ``name【arg】`` + block; ``None``: seed 001's form."""
+        return next((n for n, p in self.shapes(toolbox).items() if p.form == "block"), None)
 
     def system_prompt(self, lang: str, toolbox: Toolbox) -> str:
+        if self.block_tool(toolbox) is not None:
+            return self._block_prompt(lang, toolbox)
         tools = "\n".join(f"- {t.signature()}: {t.description}" for t in toolbox) or "(none)"
         examples = prompts.table("examples")["react_text"]
         example = next((examples[t.name][lang] for t in toolbox if t.name in examples), "")
         return prompts.render(prompts.template("react_text", lang), tools=tools,
                               tool_names=", ".join(toolbox.names), example=example.rstrip())
 
-    def model_kwargs(self, model: Model, toolbox: Toolbox, lang: str) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"stop": self.stop}
-        if model.supports_grammar:
-            from ..grammar import react_text_grammar
+    def _block_prompt(self, lang: str, toolbox: Toolbox) -> str:
+        texts, shapes = prompts.table("text_protocol")[lang], self.shapes(toolbox)
+        lines = []
+        for i, t in enumerate(toolbox, 1):
+            p = shapes[t.name]
+            line = prompts.render(texts[f"form_{p.form}"], name=t.name, arg=p.bracket or "",
+                                  block=p.block_param({p.bracket: ""}) or "",
+                                  signature=t.signature(), description=t.description)
+            lines.append(f"{i}. {line}")
+        examples = prompts.table("examples")["react_block"]
+        example = next((examples[t.name][lang] for t in toolbox if t.name in examples), "")
+        return prompts.render(prompts.template("react_block", lang), tools="\n\n".join(lines),
+                              n=str(len(lines) + 1), example=example.rstrip())
 
-            kwargs["grammar"] = react_text_grammar(toolbox.specs())
-        return kwargs
+    def model_kwargs(self, model: Model, toolbox: Toolbox, lang: str) -> dict[str, Any]:
+        if not model.supports_grammar:
+            return {"stop": self.stop}
+        from .. import grammar
+
+        if self.block_tool(toolbox) is None:
+            return {"stop": self.stop, "grammar": grammar.react_text_grammar(toolbox.specs())}
+        forms = {n: (p.form, p.bracket) for n, p in self.shapes(toolbox).items()}
+        # the grammar ends the reply after the action: no stop sequence to cut a file that has
+        # a line starting with "Observation:"
+        return {"grammar": grammar.react_block_grammar(toolbox.specs(), forms)}
 
     def read(self, message: Message, lang: str, toolbox: Toolbox) -> Step:
-        params = {t.name: list(t.spec.parameters.get("properties", {})) for t in toolbox}
-        parsed = parse_reply(message.content, params)
+        parsed = parse_reply(message.content, self.shapes(toolbox))
         kept = Message.assistant(message.content)
         if isinstance(parsed, ParsedAction):
             self._ids += 1
@@ -88,13 +129,94 @@ class TextProtocol:
             return Step(kept, parsed.thought, final=parsed.answer)
         texts = prompts.table("text_protocol")[lang]
         detail = prompts.render(texts[parsed.reason], **parsed.values)
-        correction = prompts.render(texts["unparsable"], detail=detail,
-                                    tool_names=", ".join(toolbox.names))
+        block = self.block_tool(toolbox)
+        template = texts["unparsable"] if block is None else texts["unparsable_block"]
+        correction = prompts.render(template, detail=detail, tool_names=", ".join(toolbox.names),
+                                    block_tool=block or "",
+                                    block_arg=(self.shapes(toolbox)[block].bracket if block else "") or "")
         return Step(kept, parsed.thought, error=detail, correction=Message.user(correction))
 
     def observation(self, call: ToolCall, result: ToolResult, lang: str) -> Message:
         texts = prompts.table("text_protocol")[lang]
         return Message.user(prompts.render(texts["observation"], content=result.content))
+
+
+class JsonProtocol:
+    """Seed 003's decision object, ``{"thought", "action", "action_input"}`` (action ``"final"``
+    answers). The embedded model decodes it under a grammar; an API model is asked for it with a
+    JSON-schema ``response_format``, then ``json_object`` after an endpoint refused that, then
+    plain text - read tolerantly (``decision``) whatever comes back."""
+
+    name = "json"
+
+    def __init__(self) -> None:
+        self._ids = 0
+        self._notes: dict[str, str] = {}
+        self._text = TextProtocol()  # for its per-toolbox ToolParams
+
+    def system_prompt(self, lang: str, toolbox: Toolbox) -> str:
+        tools = "\n".join(f"- {t.name}: {t.description}\n  action_input: "
+                          f"{dumps(t.spec.parameters.get('properties', {}))}" for t in toolbox)
+        examples = prompts.table("examples")["react_json"]
+        example = next((examples[t.name][lang] for t in toolbox if t.name in examples), "")
+        return prompts.render(prompts.template("react_json", lang), tools=tools or "(none)",
+                              tool_names=", ".join(toolbox.names), example=example.rstrip())
+
+    def model_kwargs(self, model: Model, toolbox: Toolbox, lang: str) -> dict[str, Any]:
+        from .. import grammar
+
+        if model.supports_grammar:
+            return {"grammar": grammar.decision_grammar(toolbox.specs())}
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": "decision", "schema": grammar.decision_schema(toolbox.specs())}}}
+
+    async def stream(self, model: Model, messages: Sequence[Message], kwargs: dict[str, Any]
+                     ) -> AsyncIterator[Chunk]:
+        """``model.stream``; when the endpoint rejects the ``response_format`` (a 400, before
+        anything streamed), the next one down, said as a ``Retrying``. ``kwargs`` keeps the
+        step down for the turns after."""
+        while True:
+            fmt = kwargs.get("response_format")
+            try:
+                async for chunk in model.stream(messages, **kwargs):
+                    yield chunk
+                return
+            except ModelConfigError as e:
+                if fmt is None or "rejected the request" not in str(e):
+                    raise
+                if fmt["type"] == "json_schema":
+                    kwargs["response_format"] = {"type": "json_object"}
+                else:
+                    del kwargs["response_format"]
+                now = kwargs.get("response_format", {}).get("type", "no response_format")
+                yield Retrying(1, f"the model refused response_format={fmt['type']}; asking with "
+                                  f"{now} ({e})", 0.0)
+
+    def read(self, message: Message, lang: str, toolbox: Toolbox) -> Step:
+        from .decision import parse_decision
+
+        decision = parse_decision(message.content, self._text.shapes(toolbox))
+        parsed, kept = decision.parsed, Message.assistant(message.content)
+        texts = prompts.table("json_protocol")[lang]
+        if isinstance(parsed, ParsedAction):
+            self._ids += 1
+            call = ToolCall(f"json_{self._ids}", parsed.tool, parsed.arguments)
+            if decision.extra:
+                self._notes[call.id] = prompts.render(texts["extra"], n=str(decision.extra + 1))
+            return Step(kept, parsed.thought, [call])
+        if isinstance(parsed, ParsedFinal):
+            return Step(kept, parsed.thought, final=parsed.answer)
+        assert isinstance(parsed, ParseFailure)
+        detail = prompts.render(texts[parsed.reason], tool_names=", ".join(toolbox.names),
+                                **parsed.values)
+        correction = prompts.render(texts["unparsable"], detail=detail,
+                                    tool_names=", ".join(toolbox.names))
+        return Step(kept, parsed.thought, error=detail, correction=Message.user(correction))
+
+    def observation(self, call: ToolCall, result: ToolResult, lang: str) -> Message:
+        texts = prompts.table("json_protocol")[lang]
+        note = self._notes.pop(call.id, "")
+        return Message.user(prompts.render(texts["observation"], content=result.content + note))
 
 
 def action_text(call: ToolCall) -> str:

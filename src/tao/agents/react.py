@@ -14,35 +14,39 @@ from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.base import Tool, Toolbox
 from .base import Agent, Result, detect_language
-from .protocols import TextProtocol, ToolsProtocol
+from .protocols import JsonProtocol, TextProtocol, ToolsProtocol
+
+PROTOCOLS = {"tools": ToolsProtocol, "text": TextProtocol, "json": JsonProtocol}
 
 
 class ReActAgent(Agent):
-    """``ReActAgent(model, tools, protocol="tools"|"text", max_turns=10, system_prompt=None)``.
+    """``ReActAgent(model, tools, protocol="tools"|"text"|"json", max_turns=10, system_prompt=None)``.
 
     One turn is one model call. ``protocol="tools"`` uses native function calling (several calls
-    in a turn run concurrently); ``"text"`` uses the seed 001 Thought/Action/Observation text,
-    parsed tolerantly, with corrective observations for replies it cannot use. ``language``
+    in a turn run concurrently); ``"text"`` uses the seed 001 Thought/Action/Observation text -
+    and seed 002's ``Action: write_file【path】`` + fenced block when a tool takes a long text -
+    parsed tolerantly; ``"json"`` seed 003's ``{"thought", "action", "action_input"}`` object.
+    Replies the protocol cannot use get a corrective observation and the loop goes on. ``language``
     ("zh"/"en") picks the prompt; by default it follows the task.
     """
 
     name = "react"
 
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
-                 protocol: Literal["tools", "text"] = "tools", max_turns: int = 10,
+                 protocol: Literal["tools", "text", "json"] = "tools", max_turns: int = 10,
                  system_prompt: str | None = None, language: str | None = None):
-        if protocol not in ("tools", "text"):
-            raise ValueError(f"protocol must be 'tools' or 'text', not {protocol!r}")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be 'tools', 'text' or 'json', not {protocol!r}")
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
         self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
-        self.protocol = TextProtocol() if protocol == "text" else ToolsProtocol()
+        self.protocol = PROTOCOLS[protocol]()
         self.max_turns = max_turns
         self.system_prompt = system_prompt
         self.language = language
-        if protocol == "text":
-            self.name = "react-text"
+        if protocol != "tools":
+            self.name = f"react-{protocol}"
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
         start = time.perf_counter()
@@ -61,7 +65,7 @@ class ReActAgent(Agent):
                 turn += 1
                 yield TurnStarted(turn)
                 response = None
-                async for chunk in self.model.stream(messages, **kwargs):
+                async for chunk in proto.stream(self.model, messages, kwargs):
                     if type(chunk) is str:
                         yield TokenDelta(chunk, turn)
                     elif type(chunk) is ModelResponse:

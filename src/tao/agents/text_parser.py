@@ -6,10 +6,19 @@ JSON, an ``Observation:`` they made up, or both an action and an answer. This mo
 of that and returns a ``ParseFailure`` (never raises) for what it cannot use, so the agent can
 send a corrective observation and go on.
 
+It also reads seed 002's form: ``Action: write_file【index.html】`` with the file in the fenced
+block after it (see ``blocks``), ``write_file[...]`` and ``write_file(...)`` alike, and
+``Action: Finish【answer】`` as the final answer. The brackets hold a tool's first parameter that
+is not ``content``; the block fills its one long text (``content``, else the only required string
+still missing). What that form gets wrong has a reason of its own: ``unknown_tool``,
+``unclosed_bracket``, ``empty_argument``, ``missing_block``, ``unclosed_block`` (nothing is written
+from a block the reply never closed), ``no_bracket``, ``missing_argument``, ``empty_finish``.
+
 Rules worth knowing:
 - Everything from the first ``Observation`` label on is cut off: only tools produce observations.
+  (A fenced block is read before that, so a file may hold such a line.)
 - A reply with both an Action and a Final Answer runs the Action; the answer is dropped because it
-  was written before the observation it depends on.
+  was written before the observation it depends on. Of two Actions, the first runs.
 - Prose before the first label counts as the thought when there is no ``Thought:`` label.
 """
 
@@ -24,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..safe_json import MAX_DEPTH, raw_decode, too_deep
+from .blocks import PAIRS, ToolParams, bracketed, find_block
 
 _LABELS = {
     "thought": "thought", "thoughts": "thought", "思考": "thought", "想法": "thought",
@@ -82,12 +92,20 @@ def _norm(label: str) -> str:
     return re.sub(r"[ \t]+", " ", label.lower())
 
 
-def parse_reply(text: str, params: Mapping[str, Sequence[str]] | None = None) -> Parsed:
-    """Parse one model reply. ``params`` maps tool names to their parameter names; it lets
-    ``Action: calculate`` / ``Action Input: 2*3`` become ``{"expression": "2*3"}`` and fixes the
-    case of tool names."""
-    params = params or {}
-    text = cut_invented_observation(text or "").strip()
+def parse_reply(text: str, params: Mapping[str, Sequence[str] | Mapping[str, Any] | ToolParams]
+                | None = None) -> Parsed:
+    """Parse one model reply. ``params`` maps tool names to their parameters (names, the JSON
+    schema, or ``ToolParams``); it lets ``Action: calculate`` / ``Action Input: 2*3`` become
+    ``{"expression": "2*3"}``, fixes the case of tool names and maps brackets and blocks."""
+    shapes = {k: v if isinstance(v, ToolParams) else ToolParams.of(v) for k, v in (params or {}).items()}
+    text = (text or "").replace("\r\n", "\n")
+    action = _first_action(text)
+    if action is not None:
+        seed002 = _seed002(text, action, shapes)
+        if seed002 is not None:
+            return seed002
+    params = {k: v.names for k, v in shapes.items()}
+    text = cut_invented_observation(text).strip()
     if not text:
         return ParseFailure("empty")
     sections: dict[str, str] = {}
@@ -121,14 +139,130 @@ def _parse_action(action: str, raw_input: str | None, thought: str,
     arguments, error = parse_arguments(raw_input, list(params.get(name, ())))
     if arguments is None:
         if error is None:
-            if params.get(name) == []:
+            if params.get(name) == ():
                 return ParsedAction(name, {}, thought)
             return ParseFailure("no_input", {"tool": name}, thought)
         return ParseFailure("bad_input", {"error": error}, thought)
     return ParsedAction(name, arguments, thought)
 
 
-def _canonical(name: str, params: Mapping[str, Sequence[str]]) -> str:
+def _line_label(line: str) -> tuple[str, int] | None:
+    m = _LABEL_RE.match(line)
+    return (_LABELS[_norm(m.group("label"))], m.end()) if m else None
+
+
+def _first_action(text: str) -> re.Match[str] | None:
+    """The first ``Action`` label, unless an ``Observation`` label comes before it."""
+    for m in _LABEL_RE.finditer(text):
+        kind = _LABELS[_norm(m.group("label"))]
+        if kind == "action":
+            return m
+        if kind == "observation":
+            return None
+    return None
+
+
+def _thought_before(head: str) -> str:
+    matches = list(_LABEL_RE.finditer(head))
+    for i, m in enumerate(matches):
+        if _LABELS[_norm(m.group("label"))] == "thought":
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(head)
+            return head[m.end() : end].strip()
+    return head[: matches[0].start() if matches else len(head)].strip()
+
+
+_NAME_RE = re.compile(r"[ \t*`'\"]*([\w.\-]+)[`'\"*]*[ \t]*")
+
+
+def _seed002(text: str, action: re.Match[str], shapes: Mapping[str, ToolParams]) -> Parsed | None:
+    """Seed 002's form after ``action`` (the Action label), or ``None`` for the other forms."""
+    m = _NAME_RE.match(text, action.end())
+    if not m:
+        return None
+    name, at = _canonical(m.group(1), shapes), m.end()
+    thought = _thought_before(text[: action.start()])
+    opener = text[at : at + 1]
+    if name.lower() == "finish" and name not in shapes:
+        return _finish(text, at, thought)
+    if opener and opener in PAIRS:
+        if opener == "(" and find_block(text, at, _line_label) is None:
+            return None  # calculator(a=1, b=2): call syntax, read as before
+        if name not in shapes:
+            return ParseFailure("unknown_tool", {"tool": name, "tools": ", ".join(shapes)}, thought)
+        inside = bracketed(text, at, multiline=False)
+        if inside is None:
+            return ParseFailure("unclosed_bracket", {"tool": name}, thought)
+        return _with_block(name, shapes[name], inside[0], opener, text, inside[1], thought)
+    shape = shapes.get(name)
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end < 0 else line_end
+    block = find_block(text, line_end, _line_label, strict=True) if shape else None
+    if block is None or (block.content or "").lstrip().startswith("{"):
+        return None  # Action: calculator + Action Input (or a fenced JSON object): as before
+    rest = text[at:line_end].strip()
+    if rest:  # Action: write_file index.html
+        if shape.block_param({shape.bracket: rest}) is not None:
+            return ParseFailure("no_bracket", {"tool": name, "arg": rest}, thought)
+        return None
+    param = shape.block_param({})
+    if param is None:
+        return None
+    if block.content is None:
+        return ParseFailure("unclosed_block", {"tool": name, "lines": str(block.lines)}, thought)
+    missing = [n for n in shape.names if n in shape.required and n != param]
+    if missing:
+        return ParseFailure("missing_argument", {"tool": name, "param": missing[0]}, thought)
+    return ParsedAction(name, {param: block.content}, thought)
+
+
+def _with_block(name: str, shape: ToolParams, inside: str, opener: str, text: str, end: int,
+                thought: str) -> Parsed:
+    """``name【inside】`` and the block after ``end``, mapped onto the tool's parameters."""
+    arg = inside.strip()
+    given: dict[str, Any] | None = None
+    if arg and (opener == "(" or "=" in arg or arg[0] in "'\""):
+        given = _python_call(f"f({arg})", list(shape.names))  # write_file(path="a.html")
+    if given is None:
+        arg = arg.strip("`'\"").strip()
+        if not arg:
+            if shape.required:
+                return ParseFailure("empty_argument", {"tool": name, "param": shape.bracket or ""}, thought)
+            given = {}
+        else:
+            given = {shape.bracket: arg} if shape.bracket else {}
+    param = shape.block_param(given)
+    if param is None:
+        return ParsedAction(name, given, thought)
+    block = find_block(text, end, _line_label)
+    if block is None:
+        if param in shape.required:
+            return ParseFailure("missing_block", {"tool": name, "arg": arg, "param": param}, thought)
+        return ParsedAction(name, given, thought)
+    if block.content is None:
+        return ParseFailure("unclosed_block", {"tool": name, "arg": arg, "lines": str(block.lines)},
+                            thought)
+    return ParsedAction(name, {**given, param: block.content}, thought)
+
+
+def _finish(text: str, at: int, thought: str) -> Parsed:
+    """``Finish【answer】`` (the answer may span lines), or ``Finish`` and the answer after it."""
+    rest = text[at:].lstrip(" \t:：")
+    start = len(text) - len(rest)
+    if rest[:1] in PAIRS:
+        inside = bracketed(text, start, multiline=True)
+        if inside is None:
+            return ParseFailure("unclosed_bracket", {"tool": "Finish"}, thought)
+        answer = _strip_fences(inside[0]).strip()
+    else:
+        nxt = _LABEL_RE.search(text, start)
+        answer = text[start : nxt.start() if nxt else len(text)].strip()
+        if not answer and nxt and _LABELS[_norm(nxt.group("label"))] == "input":
+            after = _LABEL_RE.search(text, nxt.end())
+            answer = text[nxt.end() : after.start() if after else len(text)].strip()
+    return ParsedFinal(answer, thought) if answer else ParseFailure("empty_finish", thought=thought)
+
+
+def _canonical(name: str, params: Mapping[str, Any]) -> str:
     name = name.strip(".")
     if name in params:
         return name
