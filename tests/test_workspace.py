@@ -261,33 +261,33 @@ def test_run_command_refuses_what_no_shell_should_get(tmp_path):
     assert "NUL" in run(ws, "run_command", command="ls\x00 /").content
     assert "empty" in run(ws, "run_command", command="  ").content
     assert "timeout must be between 1 and 600" in run(ws, "run_command", command="ls", timeout=0).content
-    assert ws._sandbox is None  # refused before any sandbox was made
+    assert ws._commands.sandbox is None  # refused before any sandbox was made
 
 
 # -- lifecycle and composition -------------------------------------------------------------------
 @needs_bwrap
 def test_one_sandbox_made_lazily_reused_and_ended_by_close(tmp_path):
     ws = Workspace(tmp_path)
-    assert ws._sandbox is None  # constructing and writing files start nothing
+    assert ws._commands.sandbox is None  # constructing and writing files start nothing
     ws.write_file("a.txt", "a")
-    assert ws._sandbox is None
+    assert ws._commands.sandbox is None
 
     async def two_commands():
         await ws.run_command("true")
-        first = ws._sandbox
+        first = ws._commands.sandbox
         await ws.run_command("true")
         return first
 
     first = asyncio.run(two_commands())
-    assert first is ws._sandbox is not None
+    assert first is ws._commands.sandbox is not None
     asyncio.run(ws.close())
-    assert ws._sandbox is None and first._closed
+    assert ws._commands.sandbox is None and first._closed
     assert (tmp_path / "a.txt").read_text() == "a"  # the files stay
     # a later command (a new asyncio.run, as agent.run does) starts a fresh sandbox
     assert asyncio.run(ws.run_command("cat a.txt")) == "a\n[exit status 0]"
     with ws:  # the sync form for sync code
         pass
-    assert ws._sandbox is None
+    assert ws._commands.sandbox is None
 
 
 def test_sandbox_choice_is_checked_at_once(tmp_path):
@@ -367,3 +367,58 @@ def test_react_agent_recovers_from_a_refused_path(tmp_path):
     assert "snake.html" in model.calls[1][-1].content  # the model was told
     assert not os.path.exists("/etc/snake.html")
     assert (tmp_path / "workspace" / "snake.html").read_text() == INDEX
+
+
+@needs_bwrap
+def test_two_commands_in_one_turn_take_turns_in_the_one_sandbox(tmp_path):
+    async def main():
+        async with Workspace(tmp_path) as ws:
+            return await ws.execute_all([ToolCall("a", "run_command", {"command": "echo a"}),
+                                         ToolCall("b", "run_command", {"command": "echo b"})])
+
+    a, b = asyncio.run(main())
+    assert (a.content, b.content) == ("a\n[exit status 0]", "b\n[exit status 0]")
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root each sandbox has a uid of its own")
+def test_a_later_sandbox_may_change_what_an_earlier_one_made(tmp_path):
+    ws = Workspace(tmp_path)
+    (tmp_path / "theirs.txt").write_text("the user's")  # there before: readable, not changeable
+    assert asyncio.run(ws.run_command("mkdir out && echo 1 > out/n.txt")) == "[exit status 0]"
+    asyncio.run(ws.close())
+    out = asyncio.run(ws.run_command("echo 2 >> out/n.txt && cat out/n.txt theirs.txt; "
+                                     "echo x >> theirs.txt"))
+    asyncio.run(ws.close())
+    assert out.startswith("1\n2\nthe user's\n[stderr]\n") and "Permission denied" in out
+    assert (tmp_path / "theirs.txt").read_text() == "the user's"
+
+
+@pytest.mark.skipif(backend_problem("subprocess") is not None, reason="no subprocess sandbox here")
+def test_the_subprocess_sandbox_is_a_choice_and_runs_in_the_root(tmp_path):
+    async def main():
+        async with Workspace(tmp_path, sandbox="subprocess") as ws:
+            assert ws.sandbox_kind == "subprocess"
+            return await ws.run_command("pwd; echo hi > made.txt")
+
+    assert asyncio.run(main()) == f"{tmp_path}\n[exit status 0]"
+    assert (tmp_path / "made.txt").read_text() == "hi\n"
+
+
+@needs_bwrap
+def test_react_agent_writes_a_script_runs_it_and_answers_with_its_output(tmp_path):
+    ws = Workspace(tmp_path)
+    model = ScriptedModel([
+        tool_call("write_file", path="fib.py",
+                  content="a, b = 0, 1\nfor _ in range(30):\n    a, b = b, a + b\nprint(a)\n"),
+        tool_call("run_command", command="python3 fib.py"),
+        tool_call("calculator", operation="add", a=832040, b=1),
+        lambda messages: f"fib(30) is {messages[-3].content.splitlines()[0]}",
+    ])
+    events = []
+    with ws:
+        result = ReActAgent(model, tools=[*ws, calculator]).run("fib(30)?", sinks=[events.append])
+    assert result.status == "done" and result.answer == "fib(30) is 832040"
+    assert [e.content for e in events if type(e) is Observation] == [
+        "wrote fib.py (61 characters)", "832040\n[exit status 0]", "832041"]
+    assert ws._commands.sandbox is None  # leaving `with` closed it

@@ -15,8 +15,10 @@ import subprocess
 import time
 
 
-def tao_sh(command, cwd, timeout, budget):
-    proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+def tao_sh(command, timeout, budget):
+    # the worker's own folder is the workspace root (/workspace in bwrap and docker); as root the
+    # subprocess backend's uid could not even enter it by its host path (a mode-700 parent)
+    proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     kept = {}  # fd -> [head, tail, total bytes]

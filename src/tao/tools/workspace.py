@@ -8,21 +8,20 @@ The file tools work on the folder from the host through ``safe_path``: no ``..``
 path, no link followed, no special file opened, sizes capped, every write atomic. Their refusals
 are ``WorkspaceError`` (``retryable = False``), so they reach the model as error observations.
 
-Lifecycle of the sandbox behind ``run_command``: created by the first call, never before (``tao
-code`` that only writes files starts no process), reused by later calls, ended by ``close()`` or
-leaving ``async with`` (the files stay; a later ``run_command`` starts a fresh one). The root is
-mounted read-write at ``/workspace``, nothing else is writable, there is no network. Each command
-is its own ``/bin/sh -c`` process in the root - no shell state (``cd``, variables) carries over -
-and whatever it left running is killed when it ends. bwrap by default; ``sandbox="subprocess"``
-or ``"docker"`` is a choice, never a fallback; ``sandbox=False`` leaves ``run_command`` out. As
-root the sandbox runs as a uid of its own: what the tools wrote is given to it, so commands may
-change those files; files that were in the folder before keep their owner (readable, not theirs).
+Lifecycle of the sandbox behind ``run_command``: created by the first call, never before (a run
+that only writes files starts no process), reused by later calls, ended by ``close()`` or leaving
+``async with`` (the files stay; a later ``run_command`` starts a fresh one). Each command is its
+own ``/bin/sh -c`` process in the root - no shell state (``cd``, variables) carries over - and
+whatever it left running is killed when it ends. bwrap by default: the root mounted read-write at
+``/workspace``, nothing else of the host writable (``/tmp`` is the sandbox's own tmpfs), no
+network. ``sandbox="subprocess"`` (the host's files visible) or ``"docker"`` is a choice, never a
+fallback; ``sandbox=False`` leaves ``run_command`` out. As root, commands may change what the
+tools wrote, not the files that were there before (``commands.py`` says why).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 from .. import prompts
 from .base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
+from .commands import Commands, chosen_backend
 from . import safe_path
 from .safe_path import Refused
 
@@ -63,13 +63,14 @@ class Workspace(Toolbox):
         self.max_write_bytes, self.max_read_bytes = max_write_bytes, max_read_bytes
         self.max_files, self.max_timeout = max_files, max_timeout
         self._text: dict[str, str] = prompts.table("workspace")[language]
-        self._made, self._to_give, self._old_uids = 0, [], set()
-        self._owner: int | None = None
-        self._limits, self._sandbox, self._lock = limits, None, (None, None)
+        self._made = 0
         tools = [self.write_file, self.read_file, self.list_dir, self.edit_file]
+        #: the sandbox backend run_command uses (``None``: no run_command)
         self.sandbox_kind: str | None = None
+        self._commands: Commands | None = None
         if sandbox is not False:
-            self.sandbox_kind = _chosen_backend(None if sandbox is True else sandbox)
+            self.sandbox_kind = chosen_backend(None if sandbox is True else sandbox)
+            self._commands = Commands(self.root, self.sandbox_kind, limits, self._text)
             tools.append(self.run_command)
         super().__init__(FunctionTool(fn) for fn in tools)
 
@@ -223,22 +224,14 @@ class Workspace(Toolbox):
                 raise Refused("cmd_too_long", size=len(command), cap=100_000)
             if not 1 <= timeout <= self.max_timeout:
                 raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
-        async with self._command_lock():
-            sb = self._sandbox or self._new_sandbox()
-            inside = "/workspace" if sb.kind in ("bwrap", "docker") else str(sb.workspace)
-            code = f"{_shell_source()}\ntao_sh({command!r}, {inside!r}, {float(timeout)!r}, 7000)"
-            res = await sb.execute(code, timeout + 15)  # the worker's own clock is a backstop
-        return self._command_text(res, timeout)
+        assert self._commands is not None  # the tool exists only with a sandbox
+        return await self._commands.run(command, timeout)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def close(self) -> None:
         """End the sandbox of ``run_command`` (if one was started); the files stay."""
-        sb, self._sandbox = self._sandbox, None
-        if sb is not None:
-            if sb.uid is not None:
-                self._old_uids.add(sb.uid)
-            self._owner = None
-            await sb.close()
+        if self._commands is not None:
+            await self._commands.close()
 
     async def __aenter__(self) -> Workspace:
         return self
@@ -282,68 +275,10 @@ class Workspace(Toolbox):
         if self._made >= self.max_files:
             raise Refused("too_many_files", cap=self.max_files)
         self._made += 1
-        if self._owner is None and os.geteuid() == 0:
-            self._to_give.append(path)
+        if self._commands is not None:
+            self._commands.made(path)
 
-    def _command_lock(self) -> asyncio.Lock:
-        """One command at a time (a turn may hold several calls), with a lock of this loop."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        if self._lock[0] is not loop:
-            self._lock = (loop, asyncio.Lock())
-        return self._lock[1]
-
-    def _new_sandbox(self) -> Any:
-        from ..sandbox import get_sandbox
-
-        sb = get_sandbox(self.sandbox_kind, workspace=self.root, limits=self._limits)
-        if sb.uid is not None:  # what the tools wrote becomes the sandbox's to change
-            safe_path.give(str(self.root), self._to_give, sb.uid, self._old_uids)
-            self._to_give, self._owner = [], sb.uid
-        self._sandbox = sb
-        return sb
-
-    def _command_text(self, res: Any, timeout: float) -> str:
-        parts = []
-        if res.has_final_answer:
-            code, timed_out, out, err = res.final_answer
-            parts = [self._joined(out), self._joined(err)]
-            if parts[1]:
-                parts[1] = f"{self._text['stderr']}\n{parts[1]}"
-        if res.error:  # the runner itself failed, e.g. no process could be started
-            parts.append(res.error.rstrip("\n")[-1500:])
-        if res.has_final_answer:
-            parts.append(self._say("timed_out", timeout=f"{timeout:g}") if timed_out
-                         else self._say("exit_status", code=code))
-        elif res.killed_reason:
-            parts.append(f"[{res.killed_reason}]")
-        parts.extend(f"[{note}]" for note in res.notes)
-        return "\n".join(p for p in parts if p) or self._text["no_output"]
-
-    def _joined(self, kept: list[Any]) -> str:
-        """One stream's head and tail from the runner, the gap between them said in bytes."""
-        head, tail, gap = kept
-        if not gap:
-            return (head + tail).rstrip("\n")
-        return f"{head}\n{self._say('cut_middle', bytes=gap)}\n{tail.rstrip(chr(10))}"
-
-
-@functools.cache
-def _shell_source() -> str:
-    return (Path(__file__).parent / "_shell.py").read_text(encoding="utf-8")
-
-
-def _chosen_backend(kind: str | None) -> str:
-    """The backend ``get_sandbox`` would use, checked now: a user's error is raised at once."""
-    from ..sandbox import KINDS, SandboxUnavailable, backend_problem, unavailable_message
-
-    chosen = kind or os.environ.get("TAO_SANDBOX") or "bwrap"
-    if chosen not in KINDS:
-        raise ValueError(f"unknown sandbox {chosen!r}; choose one of {', '.join(KINDS)}, or "
-                         "sandbox=False for the file tools alone")
-    problem = backend_problem(chosen)
-    if problem is not None:
-        raise SandboxUnavailable(unavailable_message(chosen, problem) +
-                                 " Workspace(..., sandbox=False) gives the file tools alone.")
-    return chosen
+    @property
+    def _owner(self) -> int | None:
+        """Whom new files go to: the sandbox's uid, once there is a sandbox (as root)."""
+        return self._commands.owner if self._commands is not None else None
