@@ -11,6 +11,7 @@ import json
 import os
 import signal
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from eval_scripts import ANSWERS, question
@@ -34,13 +35,16 @@ class Sleepy(Model):
     does, and counts the calls in flight. With tools (ReAct's native protocol) it first asks
     ``calculate`` for the number, then answers what the observation said, so an agent that saw
     another task's history would answer wrong; without (the text protocol) it answers at once.
-    ``log`` names a file where each call appends "pid calls-in-flight" (workers, Ray actors)."""
+    ``log`` names a file where each call appends "pid calls-in-flight" (workers, Ray actors);
+    with ``processes`` a call waits (up to 30 s) until that many processes have written there,
+    so that one worker cannot finish every task before the other has started."""
 
     name = "sleepy"
 
     def __init__(self, delay: float = 0.02, log: str | None = None, interrupt_at: int = 0,
-                 how: str = "raise"):
+                 how: str = "raise", processes: int = 0):
         self.delay, self.log, self.interrupt_at, self.how = delay, log, interrupt_at, how
+        self.processes = processes
         self.in_flight = self.max_in_flight = 0
         self.histories: list[list[Message]] = []
 
@@ -58,6 +62,10 @@ class Sleepy(Model):
                 f.write(f"{os.getpid()} {self.in_flight}\n")
         try:
             await asyncio.sleep(self.delay)
+            for _ in range(3000 if self.processes else 0):
+                if len(in_flight_by_process(self.log)) >= self.processes:
+                    break
+                await asyncio.sleep(0.01)
         finally:
             self.in_flight -= 1
         answer = expected(question(messages))
@@ -73,8 +81,8 @@ class Sleepy(Model):
 
 
 def sleepy(log: str) -> Sleepy:
-    """A picklable factory for worker processes and Ray actors."""
-    return Sleepy(log=log)
+    """A picklable factory for two worker processes or Ray actors."""
+    return Sleepy(log=log, processes=2)
 
 
 class SleepyLocal(LocalModel):
@@ -160,9 +168,10 @@ async def test_inside_a_running_event_loop_the_run_goes_on_a_thread(one_at_a_tim
     assert model.max_in_flight == 4
 
 
-def in_flight_by_process(log):
-    peaks = Counter()
-    for line in log.read_text("utf-8").splitlines():
+def in_flight_by_process(log) -> Counter:
+    """The most calls each process had in flight at once, from a ``Sleepy`` log."""
+    peaks: Counter = Counter()
+    for line in Path(log).read_text("utf-8").splitlines():
         pid, n = map(int, line.split())
         peaks[pid] = max(peaks[pid], n)
     return peaks
