@@ -96,7 +96,8 @@ def test_a_read_never_outgrows_one_observation(tmp_path):
     assert shown[0].startswith("wide.txt: lines 1-")
     next_line = int(shown[-1].split("offset=")[1].rstrip(")"))
     assert shown[-2].startswith(f"{next_line - 2:04d} ")  # nothing skipped between the windows
-    assert ws.read_file("wide.txt", offset=next_line).splitlines()[1].startswith(f"{next_line - 1:04d}")
+    following = ws.read_file("wide.txt", offset=next_line).splitlines()
+    assert following[1].startswith(f"{next_line - 1:04d}")
 
     ws.write_file("min.js", "a" * 50_000)  # one line longer than an observation
     text = ws.read_file("min.js")
@@ -260,7 +261,8 @@ def test_run_command_refuses_what_no_shell_should_get(tmp_path):
         pytest.skip("bwrap cannot run here")
     assert "NUL" in run(ws, "run_command", command="ls\x00 /").content
     assert "empty" in run(ws, "run_command", command="  ").content
-    assert "timeout must be between 1 and 600" in run(ws, "run_command", command="ls", timeout=0).content
+    r = run(ws, "run_command", command="ls", timeout=0)
+    assert "timeout must be between 1 and 600" in r.content
     assert ws._commands.sandbox is None  # refused before any sandbox was made
 
 
@@ -307,10 +309,8 @@ def test_a_workspace_combines_with_other_tools(tmp_path):
         assert agent.toolbox.names == ["write_file", "read_file", "list_dir", "edit_file",
                                        "calculator"]
     box = Toolbox([ws, calculator])
-    assert asyncio.run(box.execute(ToolCall("c", "write_file", {"path": "a.txt", "content": "1"}))
-                       ).content == "wrote a.txt (1 characters)"
-    assert asyncio.run(box.execute(ToolCall("c", "calculator", {"operation": "add", "a": 1, "b": 2}))
-                       ).content == "3"
+    assert run(box, "write_file", path="a.txt", content="1").content == "wrote a.txt (1 characters)"
+    assert run(box, "calculator", operation="add", a=1, b=2).content == "3"
 
 
 def test_tool_descriptions_are_short_and_name_their_arguments(tmp_path):

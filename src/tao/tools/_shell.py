@@ -49,7 +49,8 @@ def tao_sh(command, timeout, budget):
     code = proc.wait()
     out, err = kept[proc.stdout.fileno()], kept[proc.stderr.fileno()]
     err_share = min(err[2], max(budget // 3, budget - out[2]))
-    final_answer([code, timed_out, _fit(out, budget - err_share), _fit(err, err_share)])  # noqa: F821
+    streams = [_fit(out, budget - err_share), _fit(err, err_share)]
+    final_answer([code, timed_out, *streams])  # noqa: F821 - the worker defines it
 
 
 def _kill(proc):

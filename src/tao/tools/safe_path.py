@@ -14,6 +14,8 @@ A write never leaves half a file: the bytes go to an unnamed ``O_TMPFILE`` in th
 (a named temporary where the file system has none), are fsynced, linked under a temporary name and
 ``rename``d over the target, and the folder is fsynced. A crash before the rename leaves the old
 file whole and, with ``O_TMPFILE``, nothing else behind. A replaced file keeps its mode and owner.
+Hard links need no rule of their own: a write replaces the name, never the inode behind it, and
+the sandbox cannot link to a file of the host (another mount in bwrap; ``protected_hardlinks``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def shown(path: str) -> str:
 
 
 def parts_of(path: str, *, allow_root: bool = False) -> list[str]:
-    """The names of a relative path, or ``Refused``: NUL, broken Unicode, absolute, ``..``, too long."""
+    """The names in a relative path, or ``Refused`` (NUL, broken Unicode, absolute, ``..``, long)."""
     if "\x00" in path:
         raise Refused("nul", path=shown(path))
     try:

@@ -204,8 +204,9 @@ class Workspace(Toolbox):
                              chars=len(changed))
 
     async def run_command(self, command: str, timeout: float = 60) -> str:
-        """Run a shell command in the workspace folder (a sandbox: no network, only the workspace
-        is writable). Returns its output and exit status.
+        """Run a shell command in the workspace folder; returns its output and exit status.
+
+        It runs in a sandbox: no network, and only the workspace is writable.
 
         Args:
             command: a /bin/sh command line, e.g. "ls -la" or "python3 test.py"
@@ -245,7 +246,12 @@ class Workspace(Toolbox):
     def __exit__(self, *exc: object) -> None:
         import asyncio
 
-        asyncio.run(self.close())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # sync code, as it should be here
+            asyncio.run(self.close())
+            return
+        raise RuntimeError("inside a running event loop use `async with Workspace(...)`")
 
     # -- internals ----------------------------------------------------------------------------
     def _say(self, key: str, **values: object) -> str:
@@ -262,8 +268,8 @@ class Workspace(Toolbox):
         except Refused as e:
             raise WorkspaceError(self._say(e.key, **e.values)) from None
         except OSError as e:
-            error = WorkspaceError(self._say("os_error", path=safe_path.shown(str(e.filename or ".")),
-                                             error=e.strerror or str(e)))
+            where = safe_path.shown(str(e.filename or "."))
+            error = WorkspaceError(self._say("os_error", path=where, error=e.strerror or str(e)))
             error.retryable = True  # e.g. a full disk: freeing space helps
             raise error from None
 
