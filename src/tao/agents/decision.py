@@ -71,7 +71,7 @@ def _first_object(text: str) -> tuple[dict[str, Any], int] | ParseFailure:
         try:
             value, end = raw_decode(text, start)
         except json.JSONDecodeError as e:
-            error = error or (f"{e.msg} at character {e.pos - start}" if e.pos >= start else e.msg)
+            error = error or _where(e, start)
             value, end = _python_literal(_balanced(text[start:])), -1
             if isinstance(value, dict):
                 end = start + len(_balanced(text[start:]))
@@ -81,6 +81,13 @@ def _first_object(text: str) -> tuple[dict[str, Any], int] | ParseFailure:
             return value, end
         start = text.find("{", start + 1)
     return ParseFailure("not_json", {"error": error or "no JSON object found"})
+
+
+def _where(e: json.JSONDecodeError, start: int) -> str:
+    """``Expecting value at character 12``, counted from the object's first brace."""
+    if e.msg.startswith("nested") or e.pos < start:
+        return e.msg
+    return f"{e.msg.removesuffix(' at')} at character {e.pos - start}"
 
 
 def _count_more(text: str, end: int) -> int:
