@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
-    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent",
+    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Workspace",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
@@ -28,6 +28,7 @@ _LAZY = {
     "OpenAIModel": "tao.models.openai",
     "LocalModel": "tao.models.local",
     "resolve_model": "tao.models.resolve",
+    "Workspace": "tao.tools.workspace",
 }
 
 
