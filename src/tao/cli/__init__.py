@@ -12,7 +12,7 @@ a task file that is missing or not UTF-8, an unknown model, a model that cannot 
 loaded: missing key, bad checksum, a key the endpoint refuses, a URL that does not answer the
 OpenAI protocol), 130 when interrupted.
 
-One module per command (``run``, ``compare``); what they share is in ``common``. ``build_agent``,
+One module per command (``run``, ``code``, ``chat``, ``compare``); what they share is in ``common``. ``build_agent``,
 ``run_task`` and ``resolve_model`` are attributes of this package, and the commands look them up
 here when they run, so the command's behaviour can be reused and tested with a ``ScriptedModel``
 by patching ``tao.cli.resolve_model``.
@@ -28,6 +28,8 @@ from .. import __version__
 from ..models.resolve import resolve_model
 from .common import AgentKind, app, read_task
 from .run import build_agent, run_command, run_task
+from .code import code_command
+from .chat import chat_command
 from .compare import compare_command
 from ..evals.cli import eval_command  # tao eval lives in its own room
 
@@ -49,5 +51,5 @@ def main() -> None:
     app(prog_name="tao")
 
 
-__all__ = ["AgentKind", "app", "build_agent", "compare_command", "eval_command", "main",
+__all__ = ["AgentKind", "app", "build_agent", "chat_command", "code_command", "compare_command", "eval_command", "main",
            "read_task", "resolve_model", "run_command", "run_task", "version_command"]

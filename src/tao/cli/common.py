@@ -77,6 +77,32 @@ def read_task(task: str | None, task_file: Path | None = None) -> str:
     return task
 
 
+#: what an interactive entry asks (seed 002: "你想让 Agent 做什么？" then "> ")
+ASK = {"zh": "你想让 Agent 做什么？", "en": "What should the agent do?"}
+
+
+def locale_language() -> str:
+    """The user's language before they have typed anything: "zh" for a Chinese locale."""
+    import os
+
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        value = os.environ.get(var)
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def data_dir() -> Path:
+    """Where tao keeps what a user makes (the chat's line history): ``$TAO_DATA_DIR``, else
+    ``$XDG_DATA_HOME/tao``, else ``~/.local/share/tao`` (made when first written)."""
+    import os
+
+    if os.environ.get("TAO_DATA_DIR"):
+        return Path(os.environ["TAO_DATA_DIR"])
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "tao"
+
+
 def check_timeout(timeout: float) -> None:
     if not (timeout > 0 and math.isfinite(timeout)):
         raise typer.BadParameter(f"must be a number of seconds above 0, not {timeout}",
@@ -105,10 +131,11 @@ def is_config_error(error: str | None) -> bool:
 @dataclass(slots=True)
 class Settings:
     """The options a command runs with: the command line's, else ``tao.toml``'s, else the
-    defaults. ``tools`` is ``None`` when neither names any (the command's own default)."""
+    defaults. ``tools`` is ``None`` when neither names any (the command's own default);
+    ``agent`` is ``None`` for a command without ``--agent`` (``tao code``)."""
 
     model: str
-    agent: str
+    agent: str | None
     max_turns: int
     timeout: float
     tools: list[Tool] | None
@@ -119,9 +146,9 @@ def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | N
              **given: Any) -> Settings:
     """Merge the command line with ``tao.toml`` (the command line wins: an option counts as
     given unless click says it holds its default) and load the tools. ``given`` holds the
-    options by their parameter names: ``model``, ``agent``, ``max_turns``, ``timeout``. A bad
-    file, a bad value in it or tools that cannot be loaded are usage errors (exit 2), before any
-    model is built."""
+    command's options by parameter name: ``model``, ``max_turns``, ``timeout`` and, where the
+    command has one, ``agent``. A bad file, a bad value in it or tools that cannot be loaded are
+    usage errors (exit 2), before any model is built."""
     from ..config import ConfigError, load_config
     from ..tools.loader import ToolLoadError, load_all
 
@@ -133,16 +160,15 @@ def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | N
     def defaulted(name: str) -> bool:  # by name: typer bundles its own copy of click
         return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") in ("DEFAULT", "DEFAULT_MAP")
 
-    def pick(name: str, value: Any) -> Any:
+    def pick(name: str) -> Any:
         from_file = getattr(config, name)
-        return from_file if from_file is not None and defaulted(name) else value
+        return from_file if from_file is not None and defaulted(name) else given.get(name)
 
-    agent = pick("agent", given["agent"])
-    timeout = pick("timeout", given["timeout"])
+    agent = pick("agent") if "agent" in given else None
+    timeout = pick("timeout")
     check_timeout(timeout)
-    chosen_ws = workspace
     if workspace is not None and config.workspace is not None and defaulted("workspace"):
-        chosen_ws = config.base / config.workspace
+        workspace = config.base / config.workspace
     loaded = None
     specs, base, hint = (tools, Path.cwd(), "'--tools'") if tools else \
         (config.tools, config.base, f"'tools' in {config.path}")
@@ -151,8 +177,8 @@ def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | N
             loaded = load_all(specs, base=base)
         except ToolLoadError as e:
             raise typer.BadParameter(str(e), param_hint=hint) from None
-    return Settings(pick("model", given["model"]), getattr(agent, "value", agent),
-                    pick("max_turns", given["max_turns"]), timeout, loaded, chosen_ws)
+    return Settings(pick("model"), getattr(agent, "value", agent), pick("max_turns"), timeout,
+                    loaded, workspace)
 
 
 TaskArg = Annotated[str | None, typer.Argument(
@@ -183,6 +209,6 @@ ToolsOpt = Annotated[list[str] | None, typer.Option(
     "at the top level of a .py file or an importable module, or only its attribute NAME (a "
     "tool, a Toolbox or a list of tools). Repeat it for more.")]
 
-__all__ = ["DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
+__all__ = ["ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
            "ModelOpt", "Settings", "TaskArg", "TaskFileOpt", "TimeoutOpt", "ToolsOpt", "app",
-           "check_timeout", "fail", "is_config_error", "pkg", "read_task", "settings"]
+           "check_timeout", "data_dir", "fail", "is_config_error", "locale_language", "pkg", "read_task", "settings"]

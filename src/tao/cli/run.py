@@ -86,9 +86,10 @@ def run_command(
     tools: ToolsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
 ) -> None:
-    """Run an agent on TASK (or the task read from stdin or --task-file) with the built-in
-    calculators or your own tools (--tools; tao.toml in the working directory may set tools,
-    model, agent, max_turns and timeout)."""
+    """Run an agent on TASK with the built-in calculators or your own --tools.
+
+    TASK may also come from stdin (-) or --task-file. A tao.toml in the working directory may set
+    tools, model, agent, max_turns and timeout; options given here win."""
     task = read_task(task, task_file)
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
     try:

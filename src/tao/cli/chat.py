@@ -1,0 +1,253 @@
+"""``tao chat``: the seed's interactive entry - ask, watch the agent work, ask again.
+
+    tao chat --tools examples/weather.py --agent react-text
+    你想让 Agent 做什么？
+    > 北京今天适合跑步吗？
+    ...                                  (the Thought/Action/Observation chain, live)
+    你想让 Agent 做什么？
+    > 那上海呢？                          (the agent hears the first question and its answer)
+
+Each line is one run of the agent, given the conversation so far (``WithHistory``: every earlier
+question with its answer, before the new one). Ctrl-C stops the run in progress and the prompt
+comes back, the conversation as it was; Ctrl-C twice in a row at the prompt, Ctrl-D or ``/exit``
+leaves. ``/reset`` forgets the conversation, ``/agent NAME`` and ``/model NAME`` switch for the
+next question (the conversation stays), ``/help`` lists them. The prompt has readline's line
+editing, and its history is kept in ``<data dir>/chat_history`` (``$TAO_DATA_DIR``, else
+``$XDG_DATA_HOME/tao``, else ``~/.local/share/tao``). The session speaks the language of the
+last question typed (before the first one: the locale's).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import TaoError
+from ..lang import detect_language
+from .common import (ASK, DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, ModelOpt, TimeoutOpt, ToolsOpt,
+                     app, data_dir, fail, locale_language, pkg, settings)
+
+AGENTS = [k.value for k in AgentKind]
+TEXTS = {
+    "zh": {
+        "welcome": "tao chat · {agent} · {model} · 工具：{tools}。/help 查看命令，Ctrl-D 退出。",
+        "help": "/reset         清空对话\n/agent NAME    换 agent：{agents}\n/model NAME    换模型："
+                "auto、local、local-1.5b、openai、openai:NAME\n/exit          退出（也可以按 Ctrl-D）\n"
+                "Ctrl-C         停止正在进行的回答",
+        "reset": "对话已清空。", "agent": "agent：{name}", "model": "模型：{name}",
+        "stopped": "已停止。", "again": "再按一次 Ctrl-C（或 Ctrl-D）退出。",
+        "unknown": "未知命令 {cmd}；/help 列出所有命令。",
+        "bad_agent": "没有名为 {name} 的 agent；可选：{agents}", "error": "出错：{e}",
+        "no_history": "（无法保存输入历史 {path}：{e}）", "builtin": "内置计算器",
+    },
+    "en": {
+        "welcome": "tao chat · {agent} · {model} · tools: {tools}. /help lists commands, Ctrl-D leaves.",
+        "help": "/reset         forget the conversation\n/agent NAME    switch agent: {agents}\n"
+                "/model NAME    switch model: auto, local, local-1.5b, openai, openai:NAME\n"
+                "/exit          leave (Ctrl-D too)\nCtrl-C         stop the answer in progress",
+        "reset": "Conversation cleared.", "agent": "agent: {name}", "model": "model: {name}",
+        "stopped": "Stopped.", "again": "Press Ctrl-C again (or Ctrl-D) to leave.",
+        "unknown": "Unknown command {cmd}; /help lists them.",
+        "bad_agent": "No agent named {name}; choose one of: {agents}", "error": "error: {e}",
+        "no_history": "(cannot save the line history to {path}: {e})", "builtin": "built-in calculators",
+    },
+}
+
+
+class ChatSession:
+    """One ``tao chat`` session: the conversation, the agent and model chosen, the console.
+    ``handle(line)`` runs one line (a question or a /command) and says whether to go on."""
+
+    def __init__(self, model: Any, model_spec: str, *, agent: str = "react", tools: Any = None,
+                 max_turns: int = 10, timeout: float = DEFAULT_TIMEOUT_S, console: Any = None,
+                 language: str | None = None):
+        from rich.console import Console
+
+        from ..messages import Message
+
+        self._message = Message
+        self.model, self.model_spec = model, model_spec
+        self.agent, self.tools = agent, tools
+        self.max_turns, self.timeout = max_turns, timeout
+        self.console = console if console is not None else Console()
+        self.language = language or locale_language()
+        self.history: list[Any] = []
+
+    @property
+    def t(self) -> dict[str, str]:
+        return TEXTS[self.language]
+
+    def say(self, text: str, style: str = "") -> None:
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style), soft_wrap=True, highlight=False)
+
+    def welcome(self) -> None:
+        sep = "、" if self.language == "zh" else ", "
+        tools = sep.join(t.name for t in self.tools) if self.tools else self.t["builtin"]
+        self.say(self.t["welcome"].format(agent=self.agent, model=self.model.name, tools=tools), "dim")
+
+    def handle(self, line: str) -> bool:
+        """Run ``line``; ``False`` when the session should end."""
+        line = line.strip()
+        if not line:
+            return True
+        if line.startswith("/"):
+            return self.command(line)
+        self.language = detect_language(line)
+        self.ask(line)
+        return True
+
+    def command(self, line: str) -> bool:
+        name, _, arg = line.partition(" ")
+        arg, t = arg.strip(), self.t
+        if name in ("/exit", "/quit"):
+            return False
+        if name == "/help":
+            self.say(t["help"].format(agents=", ".join(AGENTS)))
+        elif name == "/reset":
+            self.history.clear()
+            self.say(t["reset"], "bold")
+        elif name == "/agent":
+            if arg and arg not in AGENTS:
+                self.say(t["bad_agent"].format(name=arg, agents=", ".join(AGENTS)), "red")
+            else:
+                self.agent = arg or self.agent
+                self.say(t["agent"].format(name=self.agent), "bold")
+        elif name == "/model":
+            if arg:
+                try:
+                    self.model = pkg().resolve_model(arg, timeout=self.timeout)
+                    self.model_spec = arg
+                except (TaoError, ValueError) as e:
+                    self.say(t["error"].format(e=e), "red")
+                    return True
+            self.say(t["model"].format(name=f"{self.model_spec} ({self.model.name})"), "bold")
+        else:
+            self.say(t["unknown"].format(cmd=name), "yellow")
+        return True
+
+    def ask(self, question: str) -> None:
+        """One run of the agent on ``question`` with the conversation so far; a Ctrl-C stops it
+        and leaves the conversation as it was before the question."""
+        from ..models.history import WithHistory
+        from ..sinks.console import ConsoleSink
+
+        sink = None
+        try:
+            model = WithHistory(self.model, list(self.history), question)
+            runner = pkg().build_agent(self.agent, model, self.max_turns, tools=self.tools)
+            if self.agent == "plan":
+                from ..sinks.plan_view import PlanView
+
+                sink = PlanView(self.console)
+            else:
+                sink = ConsoleSink(self.console)
+            result = runner.run(question, [sink])
+        except KeyboardInterrupt:
+            if sink is not None:
+                sink.close()  # a live view of the turn would stay on screen
+            self.say(self.t["stopped"], "bold yellow")
+            return
+        except (TaoError, ValueError) as e:  # no sandbox for CodeAct, say
+            self.say(self.t["error"].format(e=e), "red")
+            return
+        finally:
+            if sink is not None:
+                sink.close()
+        if result.answer is not None:
+            self.history += [self._message.user(question), self._message.assistant(result.answer)]
+
+    def loop(self, read: Any = input) -> None:
+        """Ask, run, again, until /exit, Ctrl-D or a second Ctrl-C in a row at the prompt."""
+        self.welcome()
+        interrupted, first = False, True
+        while True:
+            try:  # a Ctrl-C while the prompt is being printed counts as one at the prompt
+                if not first:
+                    self.console.print()
+                first = False
+                self.say(ASK[self.language], "bold")
+                line = read("> ")
+            except EOFError:
+                self.console.print()
+                return
+            except KeyboardInterrupt:
+                self.console.print()
+                if interrupted:
+                    return
+                interrupted = True
+                self.say(self.t["again"], "dim")
+                continue
+            interrupted = False
+            try:
+                if not self.handle(line):
+                    return
+            except KeyboardInterrupt:  # during a command (/model loading a model, say)
+                self.say(self.t["stopped"], "bold yellow")
+
+
+class _LineHistory:
+    """readline's history, read from and written back to ``<data dir>/chat_history`` (only
+    when the prompt is a terminal: that is when ``input()`` uses readline)."""
+
+    def __init__(self) -> None:
+        import sys
+
+        self.path = data_dir() / "chat_history"
+        self.readline: Any = None
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            return
+        try:
+            import readline
+        except ImportError:  # pragma: no cover - Windows without pyreadline
+            return
+        self.readline = readline
+        readline.set_history_length(1000)
+        try:
+            readline.read_history_file(self.path)
+        except (FileNotFoundError, PermissionError, OSError):
+            pass
+
+    def save(self, session: ChatSession) -> None:
+        if self.readline is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.readline.write_history_file(self.path)
+        except OSError as e:
+            session.say(session.t["no_history"].format(path=self.path, e=e.strerror or e), "dim")
+
+
+@app.command("chat")
+def chat_command(
+    ctx: typer.Context,
+    agent: AgentOpt = AgentKind.react,
+    model: ModelOpt = "auto",
+    tools: ToolsOpt = None,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1,
+                                           help="Turn budget of each answer.")] = 10,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+) -> None:
+    """Talk to an agent: each line is a task, answered with the conversation so far.
+
+    /reset forgets the conversation, /agent NAME and /model NAME switch, /help, /exit. Ctrl-C
+    stops an answer; Ctrl-C twice or Ctrl-D leaves. A tao.toml in the working directory may set
+    tools, model, agent, max_turns and timeout."""
+    s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
+    try:
+        chosen = pkg().resolve_model(s.model, timeout=s.timeout)
+    except (TaoError, ValueError) as e:
+        raise fail(f"error: {e}", 2) from None
+    session = ChatSession(chosen, s.model, agent=s.agent, tools=s.tools, max_turns=s.max_turns,
+                          timeout=s.timeout)
+    lines = _LineHistory()
+    try:
+        session.loop()
+    finally:
+        lines.save(session)
+    raise typer.Exit(0)
+
+
+__all__ = ["ChatSession", "chat_command"]

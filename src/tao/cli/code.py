@@ -1,0 +1,158 @@
+"""``tao code TASK``: seed 002's coding agent - a project written file by file into a folder.
+
+    tao code "使用 HTML + CSS + JS 生成一个贪吃蛇小游戏，代码分别放在 index.html、style.css、game.js 三个文件中"
+    tao code "a todo app in one index.html" --workspace todo --model openai
+    tao code                      # asks: 你想让 Agent 做什么？ / What should the agent do?
+
+A ReAct agent with the text protocol and the workspace tools (``tao.tools.workspace``: write,
+read, list and edit files, run commands in a sandbox), plus any ``--tools`` of yours. The reply
+streams as it is written; each turn's observation says what was written; the run ends with every
+file in the workspace and its size. Ctrl-C stops the run (exit 130) and the files written so far
+stay whole: every write is a temp file renamed into place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import TaoError
+from ..lang import detect_language
+from .common import (ASK, DEFAULT_TIMEOUT_S, ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt, app,
+                     fail, is_config_error, locale_language, pkg, read_task, settings)
+
+SANDBOXES = ("bwrap", "subprocess", "docker", "none")
+
+
+def ask_task(language: str) -> str:
+    """Seed 002's prompt: the question on one line, the answer after ``> `` (line editing
+    where readline is there). An empty line asks again; end of input is a usage error."""
+    from rich.console import Console
+
+    try:
+        import readline  # noqa: F401 - input() gets line editing
+    except ImportError:  # pragma: no cover - Windows
+        pass
+    console = Console()
+    while True:
+        console.print(ASK[language], style="bold", highlight=False)
+        try:
+            task = input("> ").strip()
+        except EOFError:
+            raise typer.BadParameter("no task given (end of input)", param_hint="'TASK'") from None
+        except KeyboardInterrupt:
+            raise fail("\ninterrupted", 130) from None
+        if task:
+            return task
+
+
+def build_coder(model: Any, workspace: Any, max_turns: int = 15) -> Any:
+    """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol."""
+    from ..agents.react import ReActAgent
+
+    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns)
+
+
+@app.command("code")
+def code_command(
+    ctx: typer.Context,
+    task: TaskArg = None,
+    task_file: TaskFileOpt = None,
+    workspace: Annotated[Path, typer.Option(
+        "--workspace", "-w", file_okay=False, help="The folder the agent writes the project in "
+        "(made if missing); nothing outside it is written.")] = Path("workspace"),
+    model: ModelOpt = "auto",
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget.")] = 15,
+    tools: Annotated[list[str] | None, typer.Option(
+        "--tools", "-t", metavar="PATH_OR_MODULE[:NAME]", show_default=False,
+        help="More tools beside the workspace's, from a .py file or a module (as for tao run). "
+        "Repeat it for more.")] = None,
+    sandbox: Annotated[str | None, typer.Option(
+        "--sandbox", metavar="|".join(SANDBOXES), show_default=False,
+        help="Where run_command runs: bwrap (default, or $TAO_SANDBOX), subprocess, docker; "
+        "none leaves run_command out (files only).")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", dir_okay=False, help="Write every event to this JSONL file.")] = None,
+) -> None:
+    """The coding agent: writes the project TASK asks for into --workspace, file by file.
+
+    With no TASK it asks for one. Ctrl-C stops the run; the files written so far stay whole. A
+    tao.toml in the working directory may set workspace, tools, model, max_turns and timeout."""
+    from ..sinks.jsonl import JsonlTrace
+    from .code_view import CodeView
+
+    if sandbox is not None and sandbox not in SANDBOXES:
+        raise typer.BadParameter(f"{sandbox!r} is not one of {', '.join(SANDBOXES)}",
+                                 param_hint="'--sandbox'")
+    s = settings(ctx, tools=tools, workspace=workspace, model=model, max_turns=max_turns,
+                 timeout=timeout)
+    task = read_task(task, task_file) if task is not None or task_file is not None \
+        else ask_task(locale_language())
+    language = detect_language(task)
+    try:
+        chosen = pkg().resolve_model(s.model, timeout=s.timeout)
+    except (TaoError, ValueError) as e:
+        raise fail(f"error: {e}", 2) from None
+    ws = _workspace(s.workspace, language, sandbox, s.tools or ())
+    view = CodeView(ws.root, language)
+    sinks: list[Any] = [view]
+    code = 0
+    try:
+        if trace is not None:
+            try:
+                sinks.append(JsonlTrace(trace))
+            except OSError as e:
+                raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
+                                         param_hint="'--trace'") from None
+        try:
+            result = build_coder(chosen, ws, s.max_turns).run(task, sinks)
+        except KeyboardInterrupt:
+            view.interrupted()
+            code = 130
+        except TaoError as e:
+            raise fail(f"error: {e}", 2) from None
+        else:
+            code = 0 if result.ok else 2 if is_config_error(result.error) else 1
+    finally:
+        for sink in sinks:
+            sink.close()
+        _close(ws)
+    raise typer.Exit(code)
+
+
+def _workspace(root: Path, language: str, sandbox: str | None, extra: Any) -> Any:
+    """The ``Workspace`` toolbox on ``root`` with the user's tools added; what cannot be made
+    (no sandbox here, a folder that cannot be created, a tool named like a workspace tool) is a
+    usage error."""
+    from ..tools.workspace import Workspace  # heavy (sandbox) and written alongside: lazily
+
+    kind: str | bool | None = False if sandbox == "none" else sandbox
+    try:
+        ws = Workspace(root, language=language, sandbox=kind)
+    except OSError as e:
+        raise fail(f"error: cannot use {root} as the workspace: {e.strerror or e}", 2) from None
+    except (TaoError, ValueError) as e:
+        raise fail(f"error: {e} (tao code --sandbox none: the file tools alone)", 2) from None
+    for t in extra:
+        try:
+            ws.add(t)
+        except ValueError as e:
+            _close(ws)
+            raise typer.BadParameter(f"{e}: the workspace has a tool of that name",
+                                     param_hint="'--tools'") from None
+    return ws
+
+
+def _close(ws: Any) -> None:
+    import asyncio
+
+    try:
+        asyncio.run(ws.close())
+    except KeyboardInterrupt:  # a second Ctrl-C while the sandbox ends: leave it to exit
+        pass
+
+
+__all__ = ["ask_task", "build_coder", "code_command"]
