@@ -165,5 +165,7 @@ def react_block_grammar(specs: Sequence[ToolSpec], forms: Mapping[str, tuple[str
     conv._add_rule("arg", "[^【】\\n]{1,200}")
     conv._add_rule("finish-answer", f"[^【】]{{1,{ANSWER_CHARS}}}")
     body = " | ".join(f"({a})" for a in [*actions, '"Action: Finish【" finish-answer "】"'])
-    conv._add_rule("root", f'"Thought: " line "\\n" ({body})')
+    # a newline may end the reply: the tokenizer has "```\n" as one token, which a model that
+    # means to close its block picks first (the 0.5B model, refused it, wrote ``" instead)
+    conv._add_rule("root", f'"Thought: " line "\\n" ({body}) "\\n"?')
     return conv.format_grammar() + _BLOCK_RULES
