@@ -60,7 +60,19 @@ class ToolsProtocol:
         return Message.tool(result.content, call.id, call.name)
 
 
-class TextProtocol:
+class _Shapes:
+    """Each tool's ``ToolParams``, worked out once per toolbox (not once per turn)."""
+
+    def __init__(self) -> None:
+        self._shapes: tuple[Toolbox, dict[str, ToolParams]] | None = None
+
+    def shapes(self, toolbox: Toolbox) -> dict[str, ToolParams]:
+        if self._shapes is None or self._shapes[0] is not toolbox:
+            self._shapes = (toolbox, {t.name: ToolParams.of(t.spec.parameters) for t in toolbox})
+        return self._shapes[1]
+
+
+class TextProtocol(_Shapes):
     """The seed 001 protocol over plain text, parsed tolerantly (see ``text_parser``); with a tool
     that takes a long text (``write_file(path, content)``), seed 002's form: ``Action:
     write_file【path】`` and the file in a fenced block, ``Action: Finish【answer】`` to end."""
@@ -70,14 +82,8 @@ class TextProtocol:
     stream = ToolsProtocol.stream
 
     def __init__(self) -> None:
+        super().__init__()
         self._ids = 0
-        self._shapes: tuple[Toolbox, dict[str, ToolParams]] | None = None
-
-    def shapes(self, toolbox: Toolbox) -> dict[str, ToolParams]:
-        """Each tool's ``ToolParams``, worked out once per toolbox (not once per turn)."""
-        if self._shapes is None or self._shapes[0] is not toolbox:
-            self._shapes = (toolbox, {t.name: ToolParams.of(t.spec.parameters) for t in toolbox})
-        return self._shapes[1]
 
     def block_tool(self, toolbox: Toolbox) -> str | None:
         """The first tool written as seed 002's ``name【arg】`` + block; ``None``: seed 001's form."""
@@ -141,7 +147,7 @@ class TextProtocol:
         return Message.user(prompts.render(texts["observation"], content=result.content))
 
 
-class JsonProtocol:
+class JsonProtocol(_Shapes):
     """Seed 003's decision object, ``{"thought", "action", "action_input"}`` (action ``"final"``
     answers). The embedded model decodes it under a grammar; an API model is asked for it with a
     JSON-schema ``response_format``, then ``json_object`` after an endpoint refused that, then
@@ -150,9 +156,9 @@ class JsonProtocol:
     name = "json"
 
     def __init__(self) -> None:
+        super().__init__()
         self._ids = 0
-        self._notes: dict[str, str] = {}
-        self._text = TextProtocol()  # for its per-toolbox ToolParams
+        self._notes: dict[str, str] = {}  # a call's note for its observation (two objects sent)
 
     def system_prompt(self, lang: str, toolbox: Toolbox) -> str:
         tools = "\n".join(f"- {t.name}: {t.description}\n  action_input: "
@@ -195,7 +201,7 @@ class JsonProtocol:
     def read(self, message: Message, lang: str, toolbox: Toolbox) -> Step:
         from .decision import parse_decision
 
-        decision = parse_decision(message.content, self._text.shapes(toolbox))
+        decision = parse_decision(message.content, self.shapes(toolbox))
         parsed, kept = decision.parsed, Message.assistant(message.content)
         texts = prompts.table("json_protocol")[lang]
         if isinstance(parsed, ParsedAction):
