@@ -11,7 +11,7 @@ import sys
 import pytest
 from codeact_scripts import last_observation
 
-from tao import ScriptedModel, tool_call
+from tao import ScriptedModel, calculator, tool_call
 from tao.compare import Row, compare, render_table
 
 XIAOMING = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
@@ -124,3 +124,14 @@ def test_caller_mistakes_are_exceptions_at_once():
 def test_importing_compare_does_not_import_rich():
     code = "import sys, tao.compare; assert 'rich' not in sys.modules, 'rich imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_each_react_name_builds_the_protocol_it_names():
+    from tao.agents.protocols import JsonProtocol, TextProtocol, ToolsProtocol
+    from tao.compare import build
+
+    kinds = {name: type(build(name, ScriptedModel(["x"]), [calculator]).protocol)
+             for name in ("react", "react-text", "react-json")}
+    assert kinds == {"react": ToolsProtocol, "react-text": TextProtocol, "react-json": JsonProtocol}
+    with pytest.raises(ValueError, match="unknown agent 'react-xml'"):
+        build("react-xml", ScriptedModel(["x"]), [calculator])

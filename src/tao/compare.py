@@ -33,10 +33,13 @@ if TYPE_CHECKING:
     from .agents.base import Agent, Result
 
 AGENTS = ("react", "codeact", "plan")
-ARCHITECTURE = {"react": "ReAct", "react-text": "ReAct (text protocol)", "codeact": "CodeAct",
-                "plan": "Plan-and-Execute"}
+ARCHITECTURE = {"react": "ReAct", "react-text": "ReAct (text protocol)",
+                "react-json": "ReAct (JSON decisions)", "codeact": "CodeAct", "plan": "Plan-and-Execute"}
 #: what the "actions" column counts for each agent
-UNIT = {"react": "tool calls", "react-text": "tool calls", "codeact": "executions", "plan": "steps"}
+UNIT = {"react": "tool calls", "react-text": "tool calls", "react-json": "tool calls",
+        "codeact": "executions", "plan": "steps"}
+#: the ReAct protocol each ReAct agent name speaks
+PROTOCOL = {"react": "tools", "react-text": "text", "react-json": "json"}
 
 
 @dataclass(slots=True)
@@ -70,11 +73,10 @@ class Row:
 
 def build(name: str, model: Model, tools: Sequence[Any], max_turns: int = 10) -> Agent:
     """The agent ``name`` names; ``ImportError`` when its module cannot be imported (CodeAct)."""
-    if name in ("react", "react-text"):
+    if name in PROTOCOL:
         from .agents.react import ReActAgent
 
-        return ReActAgent(model, tools, protocol="tools" if name == "react" else "text",
-                          max_turns=max_turns)
+        return ReActAgent(model, tools, protocol=PROTOCOL[name], max_turns=max_turns)
     if name == "codeact":
         try:
             from .agents.codeact import CodeActAgent  # written alongside: may not be there yet
