@@ -34,7 +34,7 @@ _BY_NAME = {name.lower(): key for key, (zh, en, *_) in _WEATHER.items() for name
 
 # what search_web knows: (keywords, zh text, en text)
 _PAGES = [
-    (("跑步", "温度", "running", "run", "temperature", "户外", "outdoor"),
+    (("跑步", "温度", "气温", "running", "run", "temperature"),
      "跑步的适宜气温约为 10–20°C；超过 28°C 易中暑，低于 0°C 注意保暖。",
      "The best air temperature for running is about 10-20°C; above 28°C risks heat stress, "
      "below 0°C dress warmly."),

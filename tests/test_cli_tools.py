@@ -81,6 +81,7 @@ def test_seed_001_chain_with_the_weather_tools(use_model):
     system = model.calls[0][0].content  # the tools the model was told about: yours, not tao's
     assert "get_weather(city: str)" in system and "search_web" in system and "calculate" in system
     assert "calculator" not in system
+    assert "杭州和成都" in system and "水箱" not in system  # the weather worked example, not the arithmetic one
 
 
 def test_one_tool_by_name_and_the_same_file_twice(use_model):
