@@ -154,7 +154,7 @@ def test_agent_and_model_switch_for_the_next_question_and_keep_the_conversation(
     out = res.stdout
     assert "Final Answer: Paris." in out
     assert "agent: react\n" in out  # /agent alone says which
-    assert "No agent named planner; choose one of: react, react-text, codeact, plan" in out
+    assert "No agent named planner; choose one of: react, react-text, react-json, codeact, plan" in out
     assert "agent: react-text" in out
     assert "error: unknown model 'banana'" in out and "model: openai:other (scripted)" in out
     assert "Action Input:" in second.calls[0][0].content  # react-text's system prompt

@@ -91,9 +91,11 @@ def test_one_tool_by_name_and_the_same_file_twice(use_model):
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["tool_calls"] == 1
     assert [t.name for t in model.tools[0]] == ["calculate"]  # that one only
-    res = runner.invoke(cli.app, ["run", "x", "--tools", WEATHER, "--tools", f"{WEATHER}:calculate",
-                                  "--json"])  # the same tool named twice is one tool
-    assert res.exit_code == 1, res.output  # the script ran out: the tools loaded fine
+    model = ToolsSeen(["ok"])
+    use_model(model)
+    res = runner.invoke(cli.app, ["run", "x", "--tools", WEATHER, "--tools", f"{WEATHER}:calculate"])
+    assert res.exit_code == 0, res.output
+    assert [t.name for t in model.tools[0]] == ["get_weather", "search_web", "calculate"]  # once
 
 
 def test_tools_from_an_importable_module_and_a_file_beside_it(use_model, workdir):
@@ -187,7 +189,7 @@ def test_the_command_line_wins_over_tao_toml(use_model, workdir):
 @pytest.mark.parametrize("text, message", [
     ('model = "local"\nagent = react\n', "tao.toml: invalid TOML: Invalid value (at line 2, column 9)"),
     ('modle = "local"\n', "tao.toml: unknown key 'modle'; tao.toml may set model, agent, tools"),
-    ('agent = "reactive"\n', "agent must be one of react, react-text, codeact, plan, not 'reactive'"),
+    ('agent = "reactive"\n', "agent must be one of react, react-text, react-json, codeact, plan, not 'reactive'"),
     ("max_turns = 0\n", "max_turns must be a whole number of at least 1, not 0"),
     ("timeout = -1\n", "timeout must be a number of seconds above 0, not -1"),
     ("tools = [1]\n", 'tools must be a list of files or modules'),
@@ -208,3 +210,17 @@ def test_tools_in_tao_toml_that_cannot_be_loaded_name_the_file(use_model, workdi
     res = runner.invoke(cli.app, ["run", "hi"])
     assert res.exit_code == 2
     assert "'tools' in" in said(res) and "tao.toml" in said(res) and "gone.py: no such file" in said(res)
+
+
+def test_react_json_agent_with_your_tools(use_model):
+    """Seed 003's decision objects drive your tools the same way."""
+    model = ScriptedModel([
+        json.dumps({"thought": "先查北京", "action": "get_weather", "action_input": {"city": "北京"}},
+                   ensure_ascii=False),
+        json.dumps({"thought": "够了", "action": "final", "action_input": "北京晴，适合跑步"},
+                   ensure_ascii=False),
+    ])
+    use_model(model)
+    res = runner.invoke(cli.app, ["run", "北京今天适合跑步吗？", "--tools", WEATHER, "--agent", "react-json"])
+    assert res.exit_code == 0, res.output
+    assert "Observation: 北京：晴，19°C" in res.stdout and "Final Answer: 北京晴，适合跑步" in res.stdout

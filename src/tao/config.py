@@ -25,7 +25,7 @@ from pathlib import Path
 from .errors import TaoError
 
 FILENAME = "tao.toml"
-AGENTS = ("react", "react-text", "codeact", "plan")
+AGENTS = ("react", "react-text", "react-json", "codeact", "plan")
 
 
 class ConfigError(TaoError):

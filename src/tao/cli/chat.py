@@ -25,6 +25,7 @@ import typer
 
 from ..errors import TaoError
 from ..lang import detect_language
+from ..messages import Message
 from .common import (ASK, DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, ModelOpt, TimeoutOpt, ToolsOpt,
                      app, data_dir, fail, locale_language, pkg, settings)
 
@@ -64,9 +65,6 @@ class ChatSession:
                  language: str | None = None):
         from rich.console import Console
 
-        from ..messages import Message
-
-        self._message = Message
         self.model, self.model_spec = model, model_spec
         self.agent, self.tools = agent, tools
         self.max_turns, self.timeout = max_turns, timeout
@@ -157,7 +155,7 @@ class ChatSession:
             if sink is not None:
                 sink.close()
         if result.answer is not None:
-            self.history += [self._message.user(question), self._message.assistant(result.answer)]
+            self.history += [Message.user(question), Message.assistant(result.answer)]
 
     def loop(self, read: Any = input) -> None:
         """Ask, run, again, until /exit, Ctrl-D or a second Ctrl-C in a row at the prompt."""

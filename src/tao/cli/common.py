@@ -37,6 +37,7 @@ def pkg() -> ModuleType:
 class AgentKind(str, Enum):
     react = "react"
     react_text = "react-text"
+    react_json = "react-json"
     codeact = "codeact"
     plan = "plan"
 
@@ -199,7 +200,7 @@ ModelOpt = Annotated[str, typer.Option(
 )]
 AgentOpt = Annotated[AgentKind, typer.Option(
     "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol; "
-    "codeact: the model writes Python that runs in a sandbox; plan: Plan-and-Execute (the "
+    "react-json: a JSON decision each turn (thought, action, action_input); codeact: the model writes Python that runs in a sandbox; plan: Plan-and-Execute (the "
     "plan's DAG drawn with its live progress).",
 )]
 MaxTurnsOpt = Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget.")]
