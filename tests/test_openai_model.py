@@ -476,6 +476,32 @@ async def test_an_answer_that_is_not_an_event_stream_is_a_config_error_naming_th
     server.responses.clear()  # the retry that must not happen
 
 
+@pytest.mark.parametrize("event", [
+    b'{"choices": [{"delta": {"content": 5}}]}', b'{"choices": "abc"}', b'{"choices": [[1]]}',
+    b'{"choices": [{"delta": {"tool_calls": [{"index": "x", "function": {"name": "f"}}]}}]}',
+    b'{"choices": [{"delta": {"tool_calls": 7}}]}',
+], ids=["number-content", "string-choices", "list-choice", "string-index", "number-tool-calls"])
+async def test_a_chunk_with_parts_of_the_wrong_type_is_named_not_a_crash(server, make_model, event):
+    """JSON objects with ``choices`` whose parts have the wrong type: the same clear error as
+    any other answer that is not a chat.completion.chunk, never a TypeError from deep inside."""
+    server.push(Raw(b"data: " + event + b"\n\n"))
+    with pytest.raises(ModelConfigError, match="not a chat.completion.chunk"):
+        await collect(make_model())
+    assert len(server.requests) == 1
+
+
+async def test_null_choices_and_delta_are_empty_chunks(server, make_model):
+    """Servers that send ``"choices": null`` with the usage, or ``"delta": null``, still stream."""
+    events = [{"choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": None}]},
+              {"choices": [{"index": 0, "delta": None, "finish_reason": "stop"}]},
+              {"choices": None, "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
+    server.push(Raw(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+                    + b"data: [DONE]\n\n"))
+    texts, retries, r, _ = await collect(make_model())
+    assert texts == ["4"] and not retries and r.finish_reason == "stop"
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (3, 1)
+
+
 async def test_a_stream_that_turns_to_garbage_midway_is_retried(server, make_model):
     broken = Raw(b'data: {"id": "chatcmpl-test", "choi\n\n', text="Hello the")
     server.push(broken, Reply("Hello there."))
