@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import gc
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from tao import Message, ReActAgent, ToolCall, calculator, tool
 from tao.errors import ModelConfigError, ModelError
 from tao.models.base import ModelResponse, Retrying, ToolSpec
+from tao.models import openai as openai_model
 from tao.models.openai import MAX_ARGUMENT_DEPTH, OpenAIModel, parse_arguments, resolve_settings
 
 try:
@@ -22,6 +24,24 @@ except ImportError:  # tests/ became a package
 
 ENV = ["TAO_BASE_URL", "TAO_API_KEY", "TAO_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY",
        "OPENAI_MODEL", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DEEPSEEK_MODEL"]
+
+
+def pytest_generate_tests(metafunc):
+    if "server" in metafunc.fixturenames:  # what goes over HTTP runs on both transports
+        metafunc.parametrize("transport", ["aiohttp", "httpx2"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def transport(request, monkeypatch):
+    """The HTTP transport under the SDK: aiohttp (the default when it is installed) or httpx2
+    (the SDK's own default, used when aiohttp is not); every promise holds on both."""
+    name = getattr(request, "param", "aiohttp")
+    if name == "aiohttp":
+        pytest.importorskip("aiohttp")
+    else:
+        http_client = openai_model._http_client
+        monkeypatch.setattr(openai_model, "_http_client", lambda: http_client(aiohttp=False))
+    return name
 
 
 @pytest.fixture(scope="module")
@@ -176,10 +196,11 @@ async def test_stream_cut_midway_is_retried(server, make_model, cut):
     assert len(server.requests) == 2
 
 
-async def test_cut_reason_names_the_dropped_connection(server, make_model):
+async def test_cut_reason_names_the_dropped_connection(server, make_model, transport):
     server.push(Cut(), Reply("ok"))
     _, retries, _, _ = await collect(make_model())
-    assert "mid-stream" in retries[0].reason and "incomplete chunked read" in retries[0].reason
+    said = {"httpx2": "incomplete chunked read", "aiohttp": "Response payload is not completed"}
+    assert "mid-stream" in retries[0].reason and said[transport] in retries[0].reason
 
 
 async def test_timeout_is_retried(server, make_model):
@@ -396,6 +417,31 @@ def test_react_agent_end_to_end(server):
     # a second run starts a new event loop: the model makes a new client for it
     server.push(Reply("again"))
     assert ReActAgent(model, tools=[calculator]).run("hi").answer == "again"
+
+
+def test_each_run_closes_its_connections(server, recwarn, caplog):
+    """``agent.run`` runs in an event loop of its own; when it ends, the model's client for that
+    loop is closed and let go: no sockets left open, no "Unclosed client session" on stderr."""
+    server.push(Reply("one"), Reply("two"))
+    model = OpenAIModel("m", base_url=server.url, api_key="x")
+    agent = ReActAgent(model)
+    assert agent.run("hi").answer == "one"
+    assert agent.run("hi").answer == "two"
+    assert model._clients == {}
+    gc.collect()
+    assert not [w for w in recwarn if "nclosed" in str(w.message)]
+    assert "Unclosed" not in caplog.text
+
+
+async def test_aclose_closes_the_client_of_this_loop(server, make_model):
+    server.push(Reply("ok"), Reply("again"))
+    model = make_model()
+    await collect(model)
+    client = await model.client()
+    await model.aclose()
+    assert client.is_closed() and model._clients == {}
+    _, _, r, _ = await collect(model)  # a new client
+    assert r.message.content == "again" and not (await model.client()).is_closed()
 
 
 # -- timeouts: a dead endpoint fails in bounded time --------------------------------------------

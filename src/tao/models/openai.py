@@ -38,7 +38,6 @@ import random
 import re
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -284,9 +283,23 @@ def _object(value: Any, chunk: Any) -> dict[str, Any]:
 
 
 def _is_timeout(e: Exception) -> bool:
+    """Whether ``e`` is a timeout: an ``APITimeoutError`` that a ``TimeoutError`` caused. The
+    aiohttp transport reports every failure to connect (refused, closed at once) as a connect
+    timeout; those are connection errors, retried as such."""
     import openai
 
-    return isinstance(e, openai.APITimeoutError)
+    return isinstance(e, openai.APITimeoutError) and any(
+        isinstance(x, TimeoutError) for x in _causes(e))
+
+
+def _causes(e: BaseException) -> list[BaseException]:
+    """What caused ``e``, nearest first (``__cause__``, else ``__context__``)."""
+    out: list[BaseException] = []
+    cause = e.__cause__ or e.__context__
+    while cause is not None and cause not in out:
+        out.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return out
 
 
 def _seconds(value: float | None) -> str:
@@ -337,8 +350,7 @@ class OpenAIModel(Model):
         self.temperature = temperature
         self.extra_body = dict(extra_body) if extra_body else None
         self._sleep = asyncio.sleep  # tests replace it
-        self._client: Any = None
-        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._clients: dict[asyncio.AbstractEventLoop, tuple[Any, Any]] = {}  # (client, closer)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> OpenAIModel:
@@ -349,19 +361,35 @@ class OpenAIModel(Model):
         return f"OpenAIModel({self.name!r}, base_url={self.base_url!r})"
 
     # -- client ---------------------------------------------------------------------------
-    def client(self) -> Any:
-        """The SDK client of the running event loop (``Agent.run`` starts a new loop per run,
-        and pooled connections must not cross loops)."""
+    async def client(self) -> Any:
+        """The SDK client of the running event loop, made on first use in it (``Agent.run``
+        starts a new loop per run, and pooled connections must not cross loops), and closed
+        when that loop shuts down: ``asyncio.run`` closes the async generators still open,
+        ``_closed_with_loop`` among them, so a run leaves no connections (nor aiohttp's
+        "Unclosed client session") behind."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is None or self._client_loop() is not loop:
+        held = self._clients.get(loop)
+        if held is None:
             import openai
 
-            http = openai.DefaultAsyncHttpxClient(verify=_ssl_context())  # the SDK's defaults
-            self._client = openai.AsyncOpenAI(api_key=self._api_key or NO_KEY,
-                                              base_url=self.base_url, timeout=self._timeouts(),
-                                              max_retries=0, http_client=http)
-            self._client_loop = weakref.ref(loop)
-        return self._client
+            for closed in [x for x in self._clients if x.is_closed()]:
+                del self._clients[closed]  # loops closed without closing their async generators
+            client = openai.AsyncOpenAI(api_key=self._api_key or NO_KEY, base_url=self.base_url,
+                                        timeout=self._timeouts(), max_retries=0,
+                                        http_client=_http_client())
+            closer = self._closed_with_loop(loop, client)
+            self._clients[loop] = held = (client, closer)
+            await closer.asend(None)
+        return held[0]
+
+    async def _closed_with_loop(self, loop: asyncio.AbstractEventLoop,
+                                client: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self._clients.get(loop, (None,))[0] is client:
+                del self._clients[loop]
+            await client.close()
 
     def _timeouts(self) -> Any:
         if not isinstance(self.timeout, float):
@@ -374,10 +402,10 @@ class OpenAIModel(Model):
         return self.timeout if isinstance(self.timeout, float) else self.timeout.read
 
     async def aclose(self) -> None:
-        if self._client is not None and self._client_loop is not None:
-            if self._client_loop() is asyncio.get_running_loop():
-                await self._client.close()
-        self._client = self._client_loop = None
+        """Close the client of the running event loop now (its loop's end would)."""
+        held = self._clients.get(asyncio.get_running_loop())
+        if held is not None:
+            await held[1].aclose()
 
     # -- request --------------------------------------------------------------------------
     def request(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None,
@@ -412,7 +440,7 @@ class OpenAIModel(Model):
     ) -> AsyncIterator[Chunk]:
         params = self.request(messages, tools=tools, response_format=response_format, stop=stop,
                               max_tokens=max_tokens)
-        client = self.client()
+        client = await self.client()
         attempt = timeouts = 0
         while True:
             turn, stream = _Turn(), None
@@ -476,14 +504,17 @@ class OpenAIModel(Model):
             if what is not None:
                 return f"invalid event stream after {turn.chunks} chunks: {what}", None
             return f"stream ended before the model finished ({turn.chunks} chunks, no finish_reason)", None
-        if isinstance(e, openai.APITimeoutError):
+        if _is_timeout(e):
             cause = e.__cause__ or e.__context__
             if "Connect" in type(cause).__name__:
                 return f"timed out: could not connect within {_seconds(self._timeouts().connect)}", None
             return (f"timed out: no data for {_seconds(self._silence_s())} (raise the limit with "
                     f"--timeout or OpenAIModel(timeout=...))"), None
         if isinstance(e, openai.APIConnectionError):
-            cause = e.__cause__ or e.__context__
+            causes = _causes(e)
+            if isinstance(e, openai.APITimeoutError):  # not a timeout: the transport's own error
+                causes = causes[1:]
+            cause = causes[0] if causes else None
             detail = f"{type(cause).__name__}: {cause}" if cause else str(e)
             if turn.chunks:
                 return f"connection lost mid-stream after {turn.chunks} chunks ({detail})", None
@@ -528,6 +559,22 @@ async def _post(client: Any, params: dict[str, Any]) -> Any:
     return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, stream=True,
                              stream_cls=AsyncStream[object],
                              options={"security": {"bearer_auth": True}})
+
+
+def _http_client(aiohttp: bool = True) -> Any:
+    """The SDK's aiohttp transport (``openai.DefaultAioHttpClient``) when aiohttp is installed,
+    else its default httpx2 one; both with the SDK's defaults and the shared SSL context. At
+    100 requests in flight httpx2's pool polls the socket of every idle connection on each
+    request and each close (a quarter of a request's CPU); aiohttp's connector does not:
+    3.0 -> 1.4 ms CPU a request, 2.3 -> 1.3 x the ideal wall (benchmarks/eval_concurrency.py)."""
+    import openai
+
+    if aiohttp:
+        try:
+            return openai.DefaultAioHttpClient(verify=_ssl_context())
+        except RuntimeError:  # the SDK's stand-in when aiohttp is missing or too old
+            pass
+    return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
 
 
 _SSL_CONTEXT: Any = None
