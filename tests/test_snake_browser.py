@@ -71,6 +71,48 @@ def test_a_javascript_error_fails_the_game_with_the_error():
                             "(reading 'getContext')"
 
 
+def _copy_good(folder: Path) -> Path:
+    for f in GOOD.iterdir():
+        shutil.copy(f, folder)
+    return folder / "game.js"
+
+
+def test_an_error_thrown_later_by_a_timer_fails_the_game(tmp_path):
+    # the 0.5B model's own bug: a loop that stops an interval it never started
+    with _copy_good(tmp_path).open("a", encoding="utf-8") as f:
+        f.write("setTimeout(() => clearInterval(gameInterval), 200);\n")
+    result = snake_check.check(tmp_path)
+    assert not result.ok
+    assert result.reason == "JavaScript error: ReferenceError: gameInterval is not defined"
+
+
+RAF_GAME = """
+let x = 0, dx = 1;
+document.addEventListener('keydown', e => { if (e.key === 'ArrowUp') dx = -1; });
+function frame() {
+  x += dx;
+  const ctx = document.querySelector('canvas').getContext('2d');
+  ctx.clearRect(0, 0, 200, 200);
+  ctx.fillRect(100 + x % 100, 50, 10, 10);
+  requestAnimationFrame(frame);
+}
+requestAnimationFrame(frame);
+"""
+
+
+def test_a_game_drawn_frame_by_frame_is_compared_at_the_same_frame(tmp_path):
+    # requestAnimationFrame fires on 16 ms steps of the clock: were the fake clock to start at a
+    # different tick on each load, every key would look as if it moved the game
+    (tmp_path / "index.html").write_text(
+        '<!DOCTYPE html><canvas width="200" height="200"></canvas><script src="game.js"></script>',
+        encoding="utf-8")
+    (tmp_path / "game.js").write_text(RAF_GAME, encoding="utf-8")
+    result = snake_check.check(tmp_path)
+    assert result.ok, result.reason
+    assert result.keys == {"ArrowUp": True, "ArrowLeft": False, "ArrowDown": False,
+                           "ArrowRight": False}
+
+
 def test_a_missing_file_fails_the_game(tmp_path):
     shutil.copy(GOOD / "index.html", tmp_path)
     shutil.copy(GOOD / "style.css", tmp_path)
@@ -80,8 +122,7 @@ def test_a_missing_file_fails_the_game(tmp_path):
 
 
 def test_a_page_that_needs_the_network_is_refused(tmp_path):
-    for f in GOOD.iterdir():
-        shutil.copy(f, tmp_path)
+    _copy_good(tmp_path)
     page = (tmp_path / "index.html").read_text(encoding="utf-8")
     (tmp_path / "index.html").write_text(page.replace(
         '<script src="game.js">', '<script src="https://cdn.example.com/lib.js"></script>\n'
@@ -132,9 +173,7 @@ def test_a_grid_of_divs_is_a_board_too(tmp_path):
 
 
 def test_a_script_that_never_yields_is_stopped_in_time(tmp_path):
-    for f in GOOD.iterdir():
-        shutil.copy(f, tmp_path)
-    with (tmp_path / "game.js").open("a", encoding="utf-8") as f:
+    with _copy_good(tmp_path).open("a", encoding="utf-8") as f:
         f.write("setInterval(() => { for (;;) {} }, 100);\n")
     result = snake_check.check_isolated(tmp_path, timeout_s=15)
     assert not result.ok
