@@ -16,12 +16,12 @@ The method, for games written by a model (any names, canvas or DOM):
   (timers, ``requestAnimationFrame``, ``Date`` and ``performance.now`` advance only when told),
   with ``Math.random`` replaced by a seeded generator, in a fresh browser context each time (no
   ``localStorage`` carried over). So two runs without a key press show the same pixels at the
-  same fake time - checked, the "control"; a key run whose state before the press is not the
-  control's is loaded again (up to 6 times). Then one run per arrow key: after 300 ms of game time the key is pressed, and the
-  state - every canvas's pixels (``toDataURL``) plus ``document.body.innerHTML`` and the title -
-  is compared with the control's at 150, 450 and 1,500 ms after the press. A key whose state
+  same fake time - checked, the "control". Then one run per arrow key: after 300 ms of game
+  time the key is pressed, and the state - every canvas's pixels (``toDataURL``) plus
+  ``document.body.innerHTML`` and the title - is compared with the control's at 150, 450 and 1,500 ms after the press. A key whose state
   differs at any of them "changed the game state". One such key passes: the key pointing where
-  the snake already goes, or straight back, rightly changes nothing.
+  the snake already goes, or straight back, rightly changes nothing. A key run whose state
+  before the press is not the control's is loaded again (up to 6 times).
 
 Limits: a game that waits for a click or a Start button before keys count fails the key check
 (a start by arrow key passes); a game seeded from ``crypto.getRandomValues`` fails the control
