@@ -148,11 +148,21 @@ def _play(browser, base: str, key: str | None, screenshot: Path | None = None) -
         page.on("pageerror", lambda e: run.errors.append(f"JavaScript error: {e.name}: {e.message}"))
         page.on("console", lambda m: m.type == "error" and not m.text.startswith(
             "Failed to load resource") and run.errors.append(f"console.error: {m.text}"))
-        page.on("requestfailed", lambda r: run.errors.append(
-            f"could not load {_short(r.url, base)}: {r.failure}" if r.url.startswith(base) else
-            f"refused {r.url}: the page must work from its own files"))
-        page.on("response", lambda r: r.status >= 400 and not r.url.endswith("/favicon.ico")
-                and run.errors.append(f"could not load {_short(r.url, base)}: HTTP {r.status}"))
+        answered: set[str] = set()  # a 404 is one error, not also its aborted request
+
+        def response(r) -> None:
+            if r.status >= 400 and not r.url.endswith("/favicon.ico"):
+                answered.add(r.url)
+                run.errors.append(f"could not load {_short(r.url, base)}: HTTP {r.status}")
+
+        def failed(r) -> None:
+            if not r.url.startswith(base):
+                run.errors.append(f"refused {r.url}: the page must work from its own files")
+            elif r.url not in answered:
+                run.errors.append(f"could not load {_short(r.url, base)}: {r.failure}")
+
+        page.on("response", response)
+        page.on("requestfailed", failed)
         page.on("dialog", lambda d: (run.dialogs.append(f"{d.type}: {d.message}"), d.dismiss()))
         # pause_at alone installs the fake clock already paused; install() first would let it
         # run for the few real milliseconds until the pause, a different phase on each load
