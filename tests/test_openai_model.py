@@ -37,7 +37,7 @@ def transport(request, monkeypatch):
     (the SDK's own default, used when aiohttp is not); every promise holds on both."""
     name = getattr(request, "param", "aiohttp")
     if name == "aiohttp":
-        pytest.importorskip("aiohttp")
+        pytest.importorskip("aiohttp", exc_type=ImportError)
     else:
         http_client = openai_model._http_client
         monkeypatch.setattr(openai_model, "_http_client", lambda: http_client(aiohttp=False))

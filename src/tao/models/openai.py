@@ -566,7 +566,7 @@ def _http_client(aiohttp: bool = True) -> Any:
     else its default httpx2 one; both with the SDK's defaults and the shared SSL context. At
     100 requests in flight httpx2's pool polls the socket of every idle connection on each
     request and each close (a quarter of a request's CPU); aiohttp's connector does not:
-    3.0 -> 1.4 ms CPU a request, 2.3 -> 1.3 x the ideal wall (benchmarks/eval_concurrency.py)."""
+    3.0 -> 1.4 ms CPU a request, 2.1-2.5 -> 1.4-1.5 x the ideal wall (benchmarks/eval_concurrency.py)."""
     import openai
 
     if aiohttp:
