@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
-GOOD, BROKEN = DATA / "snake_good", DATA / "snake_broken"
+GOOD = DATA / "snake_good"
 CHECKER = ROOT / "benchmarks" / "snake_check.py"
 
 sys.path.insert(0, str(CHECKER.parent))
@@ -55,26 +55,40 @@ def test_a_working_snake_game_passes():
     assert result.reason == "ok: canvas 400x400; ArrowUp, ArrowDown changed the game state"
 
 
-def test_keys_that_are_never_heard_fail_the_game():
-    # 'keypress' never fires for arrow keys: the snake runs and cannot be steered
-    result = snake_check.check(BROKEN / "keypress")
+def _copy_good(folder: Path) -> Path:
+    for f in GOOD.iterdir():
+        shutil.copy(f, folder)
+    return folder / "game.js"
+
+
+def _broken(folder: Path, old: str, new: str) -> Path:
+    """The working game with one line of game.js changed: what breaks is exactly that line."""
+    game = _copy_good(folder)
+    text = game.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    game.write_text(text.replace(old, new), encoding="utf-8")
+    return folder
+
+
+#: 'keypress' never fires for arrow keys: the snake runs and cannot be steered
+KEYPRESS = ("addEventListener('keydown'", "addEventListener('keypress'")
+#: a canvas id index.html does not have: null.getContext throws on load
+WRONG_ID = ("getElementById('game')", "getElementById('snake')")
+
+
+def test_keys_that_are_never_heard_fail_the_game(tmp_path):
+    result = snake_check.check(_broken(tmp_path, *KEYPRESS))
     assert not result.ok
     assert result.errors == [] and result.animates
     assert not any(result.keys.values())
     assert result.reason.startswith("no arrow key changed the game state")
 
 
-def test_a_javascript_error_fails_the_game_with_the_error():
-    result = snake_check.check(BROKEN / "wrong_id")
+def test_a_javascript_error_fails_the_game_with_the_error(tmp_path):
+    result = snake_check.check(_broken(tmp_path, *WRONG_ID))
     assert not result.ok
     assert result.reason == "JavaScript error: TypeError: Cannot read properties of null " \
                             "(reading 'getContext')"
-
-
-def _copy_good(folder: Path) -> Path:
-    for f in GOOD.iterdir():
-        shutil.copy(f, folder)
-    return folder / "game.js"
 
 
 def test_an_error_thrown_later_by_a_timer_fails_the_game(tmp_path):
@@ -180,8 +194,8 @@ def test_a_script_that_never_yields_is_stopped_in_time(tmp_path):
     assert result.reason == "the page did not finish in 15 s (a script that never yields?)"
 
 
-def test_the_command_line_says_why_and_exits_1():
-    proc = subprocess.run([sys.executable, str(CHECKER), str(BROKEN / "keypress")],
+def test_the_command_line_says_why_and_exits_1(tmp_path):
+    proc = subprocess.run([sys.executable, str(CHECKER), str(_broken(tmp_path, *KEYPRESS))],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stdout.startswith("no arrow key changed the game state")
