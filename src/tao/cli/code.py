@@ -21,7 +21,8 @@ import typer
 from ..errors import TaoError
 from ..lang import detect_language
 from .common import (ASK, DEFAULT_TIMEOUT_S, ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt, app,
-                     fail, is_config_error, locale_language, pkg, read_task, settings)
+                     fail, is_config_error, locale_language, open_trace, pkg, read_task,
+                     settings)
 
 SANDBOXES = ("bwrap", "subprocess", "docker", "none")
 
@@ -81,7 +82,6 @@ def code_command(
 
     With no TASK it asks for one. Ctrl-C stops the run; the files written so far stay whole. A
     tao.toml in the working directory may set workspace, tools, model, max_turns and timeout."""
-    from ..sinks.jsonl import JsonlTrace
     from .code_view import CodeView
 
     if sandbox is not None and sandbox not in SANDBOXES:
@@ -102,11 +102,7 @@ def code_command(
     code = 0
     try:
         if trace is not None:
-            try:
-                sinks.append(JsonlTrace(trace))
-            except OSError as e:
-                raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
-                                         param_hint="'--trace'") from None
+            sinks.append(open_trace(trace))
         try:
             result = build_coder(chosen, ws, s.max_turns).run(task, sinks)
         except KeyboardInterrupt:

@@ -110,6 +110,17 @@ def check_timeout(timeout: float) -> None:
                                  param_hint="'--timeout'")
 
 
+def open_trace(trace: Path | str) -> Any:
+    """The ``--trace`` sink, or a usage error saying why the file cannot be written."""
+    from ..sinks.jsonl import JsonlTrace
+
+    try:
+        return JsonlTrace(trace)
+    except OSError as e:
+        raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
+                                 param_hint="'--trace'") from None
+
+
 def fail(message: str, code: int) -> typer.Exit:
     """Say ``message`` in red on stderr; the ``typer.Exit`` to raise with ``code``."""
     from rich.console import Console

@@ -14,8 +14,8 @@ from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
 from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, MaxTurnsOpt, ModelOpt, TaskArg,
-                     TaskFileOpt, TimeoutOpt, ToolsOpt, app, fail, is_config_error, pkg,
-                     read_task, settings)
+                     TaskFileOpt, TimeoutOpt, ToolsOpt, app, fail, is_config_error, open_trace,
+                     pkg, read_task, settings)
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
@@ -40,16 +40,11 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
     trace to ``trace`` when given. ``tools``: as for ``build_agent``. Returns the Result."""
     from ..sinks.console import ConsoleSink
-    from ..sinks.jsonl import JsonlTrace
 
     runner = pkg().build_agent(agent, model, max_turns, tools=tools)
     sinks: list[Any] = []
     if trace is not None:
-        try:
-            sinks.append(JsonlTrace(trace))
-        except OSError as e:
-            raise typer.BadParameter(f"cannot write {trace}: {e.strerror or e}",
-                                     param_hint="'--trace'") from None
+        sinks.append(open_trace(trace))
     if not json_output:
         if getattr(agent, "value", agent) == "plan" and not quiet:
             from ..sinks.plan_view import PlanView  # the DAG and its live progress
