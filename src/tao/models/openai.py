@@ -1,7 +1,8 @@
 """OpenAIModel: any OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama,
 llama.cpp server, ...), streamed, with native tool calls and tao's own retry policy.
 
-This is the only place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
+With ``openai_wire`` (the JSON both ways) and ``openai_stream`` (one streamed attempt), this is the
+only place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
 go out as chat-completions JSON and the streamed ``chat.completion.chunk``s come back as text
 deltas and one ``ModelResponse``. The ``openai`` package is imported when a model is built, never
 by ``import tao``.
@@ -33,253 +34,23 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
-import os
 import random
-import re
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ..errors import ModelConfigError, ModelError
-from ..messages import Message, ToolCall, Usage
-from .base import DEFAULT_TIMEOUT_S, Chunk, Model, ModelResponse, Retrying, ToolSpec
+from ..messages import Message
+from .base import DEFAULT_TIMEOUT_S, Chunk, Model, Retrying, ToolSpec
+from .openai_stream import _Incomplete, _NotAChunk, _Turn
+# The wire format lives in openai_wire; its public names stay importable from here.
+from .openai_wire import (DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, DEFAULT_MODEL,  # noqa: F401
+                          MAX_ARGUMENT_DEPTH, NO_KEY, OPENAI_BASE_URL, _clip, parse_arguments,
+                          resolve_settings, wire_messages, wire_safe, wire_tools)
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-DEEPSEEK_BASE_URL = "https://api.deepseek.com"
-DEFAULT_MODEL = "gpt-4o-mini"
-DEEPSEEK_MODEL = "deepseek-chat"
-NO_KEY = "not-needed"  # sent to servers that take any key (vLLM, Ollama, llama.cpp server)
 RETRY_AFTER_MAX_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 CONNECT_TIMEOUT_MAX_S = 10.0
-#: Deeper tool arguments are refused (an observation for the model): no tool needs them, and
-#: Python's recursion limit (json, validation, the trace) would otherwise end the run somewhere.
-MAX_ARGUMENT_DEPTH = 100
-SAMPLE_BYTES = 2048  # of a bad answer's body, kept to say what it was
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
-
-
-def resolve_settings(model: str | None = None, base_url: str | None = None,
-                     api_key: str | None = None) -> tuple[str, str, str]:
-    """``(model, base_url, api_key)`` from the arguments, then TAO_*, then OPENAI_*, then the
-    DeepSeek fallback (DEEPSEEK_API_KEY, with DEEPSEEK_BASE_URL/DEEPSEEK_MODEL or DeepSeek's
-    defaults). The DeepSeek key is only used when no base URL is configured or the URL is
-    DeepSeek's, so it is never sent to another server. A configured base URL without any key
-    gets ``"not-needed"`` (local servers); no key at all for a hosted API is a ModelConfigError.
-    """
-    base_url = base_url or _env("TAO_BASE_URL", "OPENAI_BASE_URL")
-    model = model or _env("TAO_MODEL", "OPENAI_MODEL")
-    if api_key is None:
-        api_key = _env("TAO_API_KEY", "OPENAI_API_KEY")
-    if api_key is None:
-        deepseek_key = _env("DEEPSEEK_API_KEY")
-        if deepseek_key and (base_url is None or "deepseek" in base_url):
-            api_key = deepseek_key
-            base_url = base_url or _env("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
-            model = model or _env("DEEPSEEK_MODEL") or DEEPSEEK_MODEL
-        elif base_url is not None:
-            api_key = NO_KEY
-        else:
-            raise ModelConfigError(
-                "no API key for the OpenAI-compatible model: set TAO_API_KEY (with TAO_BASE_URL "
-                "and TAO_MODEL for a non-OpenAI endpoint), OPENAI_API_KEY or DEEPSEEK_API_KEY, "
-                "or pass api_key=... (any string for a local server that needs none)"
-            )
-    return model or DEFAULT_MODEL, (base_url or OPENAI_BASE_URL).rstrip("/"), api_key
-
-
-# -- wire format ------------------------------------------------------------------------------
-def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """tao messages -> OpenAI chat-completions ``messages`` (strings made ``wire_safe``)."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        content = wire_safe(m.content)
-        if m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": wire_safe(m.tool_call_id) or "",
-                        "content": content})
-        elif m.role == "assistant" and m.tool_calls:
-            out.append({"role": "assistant", "content": content or None, "tool_calls": [
-                {"id": wire_safe(c.id), "type": "function",
-                 "function": {"name": wire_safe(c.name),
-                              "arguments": wire_safe(json.dumps(c.arguments, ensure_ascii=False))}}
-                for c in m.tool_calls]})
-        else:
-            out.append({"role": m.role, "content": content})
-    return out
-
-
-def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.parameters}} for t in tools]
-
-
-def wire_safe(text: str | None) -> str | None:
-    """``text`` with each lone surrogate replaced by U+FFFD: a model's ``"\\udcff"`` escape, or
-    undecodable bytes of a command line, must not make the next request unencodable."""
-    return _SURROGATE.sub("\ufffd", text) if text else text
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """The arguments string of a tool call -> ``(dict, None)`` or ``({}, why)``; never raises,
-    whatever the model sent (the why becomes the model's observation)."""
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as e:
-        return {}, f"{e.msg} at character {e.pos} of {_shown(raw)}"
-    except RecursionError:
-        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_shown(raw, 80)}"
-    except ValueError as e:  # e.g. an integer of more than 4300 digits
-        return {}, f"{e} in {_shown(raw, 80)}"
-    if not isinstance(value, dict):
-        return {}, f"expected a JSON object, got {type(value).__name__} {_shown(raw)}"
-    if _too_deep(value, MAX_ARGUMENT_DEPTH):
-        return {}, f"nested deeper than {MAX_ARGUMENT_DEPTH} levels: {_shown(raw, 80)}"
-    return value, None
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > limit:
-                return True
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
-def _clip(s: str, n: int = 200) -> str:
-    return s if len(s) <= n else s[:n] + "..."
-
-
-def _shown(raw: str, n: int = 200) -> str:
-    """``raw`` quoted and shortened to about ``n`` characters, escapes counted (a model's control
-    characters and astral text must not make the observation ten times longer)."""
-    return _clip(repr(raw), n)
-
-
-class _Turn:
-    """Accumulates the chunks of one streamed attempt."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
-        self.finish_reason: str | None = None
-        self.usage = Usage()
-        self.chunks = 0
-        self.content_type = ""
-        self.received = bytearray()  # the body's first bytes, to show what a bad answer was
-
-    def record(self, response: Any) -> None:
-        """Keep the first bytes of ``response``'s body as the SDK reads it. The SDK decodes the
-        stream from ``response.aiter_bytes()``, so wrapping that one method sees every byte
-        without reading anything ahead of it (a valid stream is never delayed or buffered)."""
-        self.content_type = response.headers.get("content-type", "").split(";")[0].strip()
-        inner = response.aiter_bytes
-
-        async def aiter_bytes(*args: Any, **kwargs: Any) -> AsyncIterator[bytes]:
-            async for part in inner(*args, **kwargs):
-                if len(self.received) < SAMPLE_BYTES:
-                    self.received += part[: SAMPLE_BYTES - len(self.received)]
-                yield part
-
-        response.aiter_bytes = aiter_bytes
-
-    def garbage(self, e: Exception) -> str | None:
-        """What was wrong with a body that is not a valid event stream, or None when it is one
-        (that merely ended too soon)."""
-        if isinstance(e, UnicodeDecodeError):
-            at = max(0, e.start - 40)
-            return (f"bytes that are not UTF-8 text (at byte {e.start} of a line): "
-                    f"{'...' if at else ''}{_clip_bytes(bytes(e.object)[at:])}")
-        if isinstance(e, json.JSONDecodeError):
-            return f"a data: line that is not JSON ({e.msg}): {_clip(e.doc, 120)!r}"
-        if isinstance(e, _NotAChunk):
-            return f"a data: line that is not a chat.completion.chunk: {_clip(repr(e.args[0]), 120)}"
-        if not self.chunks and bytes(self.received).strip():
-            return (f"{self.content_type or 'no Content-Type'} without any data: events: "
-                    f"{_clip_bytes(bytes(self.received))}")
-        return None
-
-    def feed(self, chunk: Any) -> str:
-        """One ``chat.completion.chunk`` as the JSON object it arrived as (see ``_post``)."""
-        if not isinstance(chunk, dict) or "choices" not in chunk:  # a string, a list, ...
-            raise _NotAChunk(chunk)
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage = Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
-        choices = chunk["choices"]
-        if not choices:
-            self.chunks += 1
-            return ""
-        choice = _object(choices[0] if isinstance(choices, list) else None, chunk)
-        if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
-        delta = _object(choice.get("delta") or {}, chunk)
-        calls = delta.get("tool_calls") or []
-        if not isinstance(calls, list):
-            raise _NotAChunk(chunk)
-        for tc in calls:
-            tc = _object(tc, chunk)
-            index, call_id = tc.get("index"), tc.get("id")
-            if not (index is None or isinstance(index, int)):
-                raise _NotAChunk(chunk)
-            if index is None:  # a server that leaves out the index: a new id starts a new call
-                known = [i for i, c in self.calls.items() if c[0] == call_id]
-                index = known[0] if known else (len(self.calls) if call_id or not self.calls
-                                                else max(self.calls))
-            acc = self.calls.setdefault(index, ["", "", ""])
-            if call_id and not acc[0]:
-                acc[0] = str(call_id)
-            fn = _object(tc.get("function") or {}, chunk)
-            name, arguments = fn.get("name"), fn.get("arguments")
-            if name and name != acc[1]:
-                acc[1] += str(name)
-            if arguments:
-                acc[2] += arguments if isinstance(arguments, str) else json.dumps(arguments)
-        text = delta.get("content") or ""
-        if not isinstance(text, str):
-            raise _NotAChunk(chunk)
-        if text:
-            self.text.append(text)
-        self.chunks += 1  # a valid one: its parts were of the right types
-        return text
-
-    def response(self) -> ModelResponse:
-        calls = []
-        for index in sorted(self.calls):
-            call_id, name, raw = self.calls[index]
-            arguments, error = parse_arguments(raw)
-            calls.append(ToolCall(call_id or f"call_{uuid.uuid4().hex[:12]}", name, arguments,
-                                  error))
-        return ModelResponse(Message.assistant("".join(self.text), calls), self.usage,
-                             self.finish_reason)
-
-
-class _Incomplete(Exception):
-    """The body ended cleanly but the model never finished (no finish_reason): a cut stream."""
-
-
-class _NotAChunk(Exception):
-    """A ``data:`` event that is JSON but not a chunk (not an object, or its parts of the
-    wrong type)."""
-
-
-def _object(value: Any, chunk: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _NotAChunk(chunk)
-    return value
 
 
 def _is_timeout(e: Exception) -> bool:
@@ -304,14 +75,6 @@ def _causes(e: BaseException) -> list[BaseException]:
 
 def _seconds(value: float | None) -> str:
     return "?" if value is None else f"{value:g} s"
-
-
-def _clip_bytes(data: bytes, n: int = 120) -> str:
-    """Received bytes, shortened: as text when they are UTF-8, else as a bytes literal."""
-    try:
-        return repr(_clip(" ".join(data.decode("utf-8").split()), n))
-    except UnicodeDecodeError:
-        return _clip(repr(data[:n]), n)
 
 
 class OpenAIModel(Model):
