@@ -1,0 +1,335 @@
+"""The audit log: one JSON line per tool call, approval decision and run start/end, each line
+chained to the one before it, so that a line edited, removed or reordered afterwards is found.
+
+    log = AuditLog()                      # ~/.local/share/tao/audit.jsonl (see default_path)
+    log.append({"kind": "tool_call", "run_id": rid, "tool": "run_command",
+                "arguments": {"command": "ls"}, "is_error": False}, secret={"password"})
+    report = verify(log.path)             # report.ok, report.bad_line, report.message("zh")
+
+Each line is ``{"seq": N, "ts": ..., "prev": ..., <record>, "hash": ...}``: ``seq`` is the line's
+number (1, 2, ...), ``prev`` the SHA-256 of the previous line's bytes (``GENESIS`` for the
+first), ``hash`` the SHA-256 of the line's own bytes up to ``,"hash"``. The own hash pins an edit
+to the line edited (the last line too, which no ``prev`` covers); ``prev`` catches a line
+rewritten with a fresh own hash; ``seq`` names a removed or reordered line. What no chain can
+catch on its own is the *end* cut off or rewritten whole: ``verify`` reports the head hash and
+line count, to be noted somewhere the log's writer cannot reach when that matters.
+
+Appends take an exclusive ``flock`` on the file and read the last line under it, so processes
+writing at once never interleave and ``seq`` stays contiguous; each line goes out in one
+``write`` and is fsync'd (``fsync=False`` trades that for speed). A writer killed mid-line leaves
+an incomplete last line: ``verify`` reports it as a torn tail (every earlier line still verifies),
+and the next append cuts it off and records an ``audit.torn_tail`` line with its length and
+SHA-256 in its place, so the chain goes on. Incomplete bytes followed by more lines are tampering.
+
+Redaction happens before anything is written: values under keys that name a secret
+(``api_key``, ``authorization``, ``token``, ``password``, ``secret``, ... - see ``is_secret_key``)
+and under the names passed as ``secret=``, the values of secret-looking environment variables
+(``OPENAI_API_KEY``...) wherever they occur, and strings shaped like keys (``sk-...``,
+``ghp_...``, ``AKIA...``, ``Bearer ...``) all become ``"***"``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..safe_json import dumps, loads
+
+#: the ``prev`` of line 1: there is no line before it
+GENESIS = "0" * 64
+REDACTED = "***"
+#: keys the log writes itself; a record carrying one is a caller's mistake, not overwritten quietly
+RESERVED = frozenset({"seq", "prev", "hash"})
+
+_HASH_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SECRET_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "authorization",
+                           "auth", "cookie", "credential", "credentials", "apikey", "pwd"})
+_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"),
+                           ("secret", "key"), ("session", "id"), ("client", "secret")})
+_KEY_SHAPES = re.compile(
+    r"\bsk-[A-Za-z0-9_\-]{16,}"              # OpenAI, Anthropic (sk-ant-...), DeepSeek, ...
+    r"|\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bAKIA[0-9A-Z]{16}\b|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{8,}=*")
+
+
+def default_path() -> Path:
+    """``$TAO_DATA_DIR/audit.jsonl``, else ``$XDG_DATA_HOME/tao/audit.jsonl``, else
+    ``~/.local/share/tao/audit.jsonl``: the same data directory as the chat's history."""
+    if os.environ.get("TAO_DATA_DIR"):
+        return Path(os.environ["TAO_DATA_DIR"]) / "audit.jsonl"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "tao" / "audit.jsonl"
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a key names a secret: ``api_key``, ``OPENAI_API_KEY``, ``x-api-key``, ``apiKey``,
+    ``Authorization``, ``github_token``, ``client_secret``, ``password``... but not
+    ``max_tokens`` or ``prompt_tokens`` (words are compared whole, so counts stay readable)."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    if any(w in _SECRET_WORDS for w in words):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
+
+
+def _env_secrets() -> tuple[str, ...]:
+    """Values of environment variables whose names say secret (8 characters or more, so that
+    ``TOKEN=1`` does not blank every ``1``), longest first."""
+    values = {v for k, v in os.environ.items() if len(v) >= 8 and is_secret_key(k)}
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact(value: Any, secret: Iterable[str] = (), env: Iterable[str] = ()) -> Any:
+    """A copy of ``value`` with secrets replaced by ``"***"`` (see the module docstring).
+    ``secret`` holds extra key names (compared exactly), ``env`` literal values to blank."""
+    return _redact(value, frozenset(secret), tuple(env), 0)
+
+
+def _redact(value: Any, secret: frozenset[str], env: tuple[str, ...], depth: int) -> Any:
+    if isinstance(value, str):
+        for s in env:
+            if s in value:
+                value = value.replace(s, REDACTED)
+        return _KEY_SHAPES.sub(REDACTED, value)
+    if depth > 100:  # deeper than safe_json writes anyway
+        return value
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and (k in secret or is_secret_key(k))
+                and value[k] not in (None, "") else _redact(value[k], secret, env, depth + 1)
+                for k in value}
+    if isinstance(value, (list, tuple)):
+        return [_redact(v, secret, env, depth + 1) for v in value]
+    return value
+
+
+def _seal(entry: dict[str, Any]) -> tuple[bytes, str]:
+    """The line for ``entry`` (no newline), its JSON with its own hash as the last key; and
+    that hash."""
+    body = dumps(entry, separators=(",", ":")).encode("utf-8")
+    digest = hashlib.sha256(body).hexdigest()
+    return body[:-1] + b',"hash":"' + digest.encode() + b'"}', digest
+
+
+def _own_hash_ok(line: bytes) -> bool:
+    m = _HASH_TAIL.search(line)
+    return bool(m) and hashlib.sha256(line[:m.start()] + b"}").hexdigest() == m.group(1).decode()
+
+
+class AuditLog:
+    """An append-only, hash-chained JSONL file shared safely by threads and processes.
+
+    ``secret``: argument names whose values are always redacted, on top of ``is_secret_key``;
+    ``fsync=False`` skips the fsync of each line (a power cut may then lose the last lines, but
+    never leaves an unverifiable chain). The file is opened per append, so an ``AuditLog`` can be
+    made once and shared, and forked processes each take the lock on their own.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, fsync: bool = True,
+                 secret: Iterable[str] = ()):
+        self.path = Path(path) if path is not None else default_path()
+        self.fsync = fsync
+        self.secret = frozenset(secret)
+        self._env = _env_secrets()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AuditLog({str(self.path)!r})"
+
+    def append(self, record: dict[str, Any], *, secret: Iterable[str] = ()) -> dict[str, Any]:
+        """Write ``record`` as the next line; the entry as written (redacted, with ``seq``,
+        ``ts``, ``prev`` and ``hash``). ``ts`` (ISO 8601, UTC) is added unless the record has one.
+        ``secret`` adds key names to redact for this record. Raises ``ValueError`` for a record
+        that is not a dict or uses a reserved key, ``OSError`` when the file cannot be written."""
+        if not isinstance(record, dict):
+            raise ValueError(f"an audit record is a dict, not {type(record).__name__}")
+        clash = RESERVED.intersection(record)
+        if clash:
+            raise ValueError(f"audit records cannot set {sorted(clash)}: the log writes them")
+        clean = redact(record, self.secret.union(secret), self._env)
+        ts = clean.pop("ts", None) or datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        with self._lock, self._open() as fd:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                seq, prev, torn = _tail(fd)
+                out = b""
+                if torn is not None:  # a writer died mid-line: cut it off, say so in the chain
+                    os.ftruncate(fd, torn[0])
+                    seq += 1
+                    note, _ = _seal({"seq": seq, "ts": ts, "prev": prev, "kind": "audit.torn_tail",
+                                  "bytes": len(torn[1]),
+                                  "sha256": hashlib.sha256(torn[1]).hexdigest()})
+                    prev, out = hashlib.sha256(note).hexdigest(), note + b"\n"
+                entry = {"seq": seq + 1, "ts": ts, "prev": prev, **clean}
+                line, entry["hash"] = _seal(entry)
+                _write_all(fd, out + line + b"\n")
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        return entry
+
+    async def aappend(self, record: dict[str, Any], *, secret: Iterable[str] = ()) -> dict[str, Any]:
+        """``append`` in a worker thread, so an fsync does not hold up the event loop."""
+        import asyncio
+
+        return await asyncio.to_thread(self.append, record, secret=secret)
+
+    def _open(self) -> _Fd:
+        try:
+            return _Fd(os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600))
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return _Fd(os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600))
+
+
+class _Fd(int):
+    """A file descriptor that closes at the end of a ``with``."""
+
+    def __enter__(self) -> int:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _tail(fd: int) -> tuple[int, str, tuple[int, bytes] | None]:
+    """``(seq of the last complete line, its SHA-256, torn)``; ``torn`` is ``(offset, bytes)`` of
+    an incomplete last line, else ``None``. Reads backwards only as far as the last line reaches.
+    A last line that does not parse is chained to all the same (its seq taken from the line
+    count): the file was tampered with, ``verify`` says where, and appending does not hide it."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    last_nl = _rfind_newline(fd, end)
+    torn = None if last_nl == end - 1 else (last_nl + 1, os.pread(fd, end - last_nl - 1, last_nl + 1))
+    if last_nl < 0:
+        return 0, GENESIS, torn
+    start = _rfind_newline(fd, last_nl) + 1
+    line = os.pread(fd, last_nl - start, start)
+    try:
+        seq = int(loads(line.decode("utf-8"))["seq"])
+    except (ValueError, TypeError, KeyError):
+        seq = _count_lines(fd, last_nl + 1)
+    return seq, hashlib.sha256(line).hexdigest(), torn
+
+
+def _rfind_newline(fd: int, before: int) -> int:
+    """The offset of the last newline before offset ``before``, or -1."""
+    pos = before
+    while pos > 0:
+        step = min(1 << 16, pos)
+        pos -= step
+        found = os.pread(fd, step, pos).rfind(b"\n")
+        if found >= 0:
+            return pos + found
+    return -1
+
+
+def _count_lines(fd: int, upto: int) -> int:
+    count, pos = 0, 0
+    while pos < upto:
+        data = os.pread(fd, min(1 << 20, upto - pos), pos)
+        count, pos = count + data.count(b"\n"), pos + len(data)
+    return count
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    """What ``verify`` found. ``ok``: no line was edited, removed or reordered (a torn tail
+    alone keeps it ``ok``; ``tao audit verify --strict`` counts it as a failure). ``bad_line``:
+    the first bad line (1-based), ``reason`` a code (``not_json``, ``edited``, ``seq``, ``prev``), ``detail`` the facts behind it; ``lines``: complete lines that verified;
+    ``head``: the SHA-256 of the last verified line (``GENESIS`` for an empty log)."""
+
+    path: Path
+    ok: bool = True
+    lines: int = 0
+    head: str = GENESIS
+    bad_line: int | None = None
+    reason: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    torn_tail: bool = False
+    torn_bytes: int = 0
+
+    def message(self, lang: str = "en") -> str:
+        """One sentence for the user, in ``lang`` ("zh" or "en")."""
+        from ..prompts import render, table
+
+        text = table("audit")[lang if lang == "zh" else "en"]
+        values = {"path": str(self.path), "lines": str(self.lines), "head": self.head,
+                  "line": str(self.bad_line), "bytes": str(self.torn_bytes),
+                  **{k: str(v) for k, v in self.detail.items()}}
+        if not self.ok:
+            return render(text["bad"], **values) + " " + render(text[self.reason or "edited"], **values)
+        said = render(text["ok"], **values)
+        return said + (" " + render(text["torn_tail"], **values) if self.torn_tail else "")
+
+
+def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, bool]]:
+    """``(line, complete)`` for each line of the file, without its newline; only the last one
+    can be incomplete. Streams, so a large log does not have to fit in memory."""
+    with open(path, "rb") as f:
+        for raw in f:
+            yield (raw[:-1], True) if raw.endswith(b"\n") else (raw, False)
+
+
+def verify(path: str | os.PathLike[str]) -> VerifyReport:
+    """Check every line's own hash, ``seq`` and ``prev``; stop at the first bad line. Raises
+    ``OSError`` (``FileNotFoundError``...) when the file cannot be read."""
+    report = VerifyReport(Path(path))
+    expected_prev, n = GENESIS, 0
+    for line, complete in read_lines(path):
+        n += 1
+        if not complete:
+            report.torn_tail, report.torn_bytes = True, len(line)
+            break
+        try:
+            entry = loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            entry = None
+        if not isinstance(entry, dict):
+            return _bad(report, n, "not_json")
+        if not _own_hash_ok(line):
+            return _bad(report, n, "edited")
+        if entry.get("seq") != n:
+            return _bad(report, n, "seq", seq=entry.get("seq"), expected=n)
+        if entry.get("prev") != expected_prev:
+            return _bad(report, n, "prev", before=n - 1)
+        expected_prev = hashlib.sha256(line).hexdigest()
+        report.lines, report.head = n, expected_prev
+    return report
+
+
+def _bad(report: VerifyReport, line: int, reason: str, **detail: Any) -> VerifyReport:
+    report.ok, report.bad_line, report.reason, report.detail = False, line, reason, detail
+    return report
+
+
+def entries(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The complete lines that parse as JSON objects, in file order (for ``tao audit show``;
+    says nothing about whether they verify - that is ``verify``'s job)."""
+    for line, complete in read_lines(path):
+        if not complete:
+            break
+        try:
+            entry = loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
+__all__ = ["AuditLog", "GENESIS", "REDACTED", "VerifyReport", "default_path", "entries",
+           "is_secret_key", "read_lines", "redact", "verify"]
