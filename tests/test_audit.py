@@ -67,3 +67,160 @@ def test_secret_key_names(key):
 @pytest.mark.parametrize("key", ["max_tokens", "prompt_tokens", "key", "keyword", "path", "author"])
 def test_ordinary_key_names(key):
     assert not is_secret_key(key)
+
+
+def write_log(path, n: int = 6) -> AuditLog:
+    log = AuditLog(path, fsync=False)
+    for i in range(n):
+        log.append({"kind": "tool_call", "tool": "add", "arguments": {"a": i, "b": 1}})
+    return log
+
+
+def rewrite(path, lines: list[bytes]) -> None:
+    path.write_bytes(b"".join(x + b"\n" for x in lines))
+
+
+def test_an_edited_line_is_named(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    lines[3] = lines[3].replace(b'"a":3', b'"a":4')  # line 4 now says the model added 4
+    rewrite(path, lines)
+
+    report = verify(path)
+    assert (report.ok, report.bad_line, report.reason, report.lines) == (False, 4, "edited", 3)
+    assert "line 4 is bad" in report.message() and "edited" in report.message()
+    assert "第 4 行" in report.message("zh")
+
+
+def test_an_edit_with_a_recomputed_own_hash_breaks_the_next_lines_prev(tmp_path):
+    from tao.guard.audit import _seal
+
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    entry = json.loads(lines[2])
+    del entry["hash"]
+    entry["arguments"]["a"] = 99
+    lines[2] = _seal(entry)[0]  # a careful forger: line 3 is self-consistent again
+    rewrite(path, lines)
+
+    report = verify(path)
+    assert (report.bad_line, report.reason, report.detail) == (4, "prev", {"before": 3})
+    assert "line 3 was rewritten" in report.message()
+
+
+def test_the_last_line_edited_is_found_too(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    lines[-1] = lines[-1].replace(b'"tool":"add"', b'"tool":"sub"')
+    rewrite(path, lines)
+    assert (verify(path).bad_line, verify(path).reason) == (6, "edited")
+
+
+@pytest.mark.parametrize("removed", [0, 2, 4])
+def test_a_removed_line_is_named(tmp_path, removed):
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    del lines[removed]
+    rewrite(path, lines)
+
+    report = verify(path)
+    assert (report.bad_line, report.reason) == (removed + 1, "seq")
+    assert report.detail == {"seq": removed + 2, "expected": removed + 1}
+    assert f"seq {removed + 2} where {removed + 1} belongs" in report.message()
+
+
+def test_reordered_lines_are_named(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    lines[1], lines[2] = lines[2], lines[1]
+    rewrite(path, lines)
+    assert (verify(path).bad_line, verify(path).reason, verify(path).lines) == (2, "seq", 1)
+
+
+def test_lines_renumbered_after_a_removal_still_break_the_chain(tmp_path):
+    from tao.guard.audit import _seal
+
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    del lines[2]
+    for i in range(2, len(lines)):  # the forger renumbers and reseals, but cannot fix prev
+        entry = json.loads(lines[i])
+        del entry["hash"]
+        entry["seq"] = i + 1
+        lines[i] = _seal(entry)[0]
+    rewrite(path, lines)
+    assert (verify(path).bad_line, verify(path).reason) == (3, "prev")
+
+
+def test_a_line_cut_short_in_the_middle_is_tampering(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    write_log(path)
+    lines = lines_of(path)
+    lines[2] = lines[2][:40]  # a half line with more lines after it
+    rewrite(path, lines)
+    report = verify(path)
+    assert (report.ok, report.bad_line, report.reason) == (False, 3, "not_json")
+
+
+def test_a_torn_last_line_is_reported_and_every_earlier_line_verifies(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    log = write_log(path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-50])  # the last write stopped 50 bytes short of its newline
+
+    report = verify(path)
+    assert report.ok and report.torn_tail and report.lines == 5
+    assert report.torn_bytes == len(lines_of(path)[-1])
+    assert "incomplete" in report.message() and "不完整" in report.message("zh")
+
+    entry = log.append({"kind": "run_end", "status": "done"})  # the next writer goes on
+    kinds = [json.loads(x)["kind"] for x in lines_of(path)]
+    assert kinds[5:] == ["audit.torn_tail", "run_end"] and entry["seq"] == 7
+    torn = json.loads(lines_of(path)[5])
+    assert torn["bytes"] == report.torn_bytes
+    after = verify(path)
+    assert after.ok and not after.torn_tail and after.lines == 7
+
+
+def test_a_first_line_torn_before_its_newline(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    path.write_bytes(b'{"seq":1,"ts":"2026')
+    assert verify(path).torn_tail and verify(path).lines == 0
+    AuditLog(path).append({"kind": "run_start"})
+    assert verify(path).lines == 2 and verify(path).ok
+
+
+def test_appending_after_tampering_does_not_hide_it(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    log = write_log(path, 3)
+    lines = lines_of(path)
+    lines[-1] = b"garbage"
+    rewrite(path, lines)
+    log.append({"kind": "run_end"})
+    assert (verify(path).bad_line, verify(path).reason) == (3, "not_json")
+
+
+def test_an_empty_log_verifies(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    path.write_bytes(b"")
+    assert verify(path).ok and verify(path).lines == 0 and verify(path).head == GENESIS
+    with pytest.raises(FileNotFoundError):
+        verify(tmp_path / "missing.jsonl")
+
+
+def test_default_location_is_the_user_data_directory(tmp_path, monkeypatch):
+    from tao.guard.audit import default_path
+
+    monkeypatch.delenv("TAO_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_path() == tmp_path / "xdg" / "tao" / "audit.jsonl"
+    AuditLog().append({"kind": "run_start"})  # the folder is made on first write
+    assert verify(default_path()).lines == 1
+    monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path / "d"))
+    assert default_path() == tmp_path / "d" / "audit.jsonl"
