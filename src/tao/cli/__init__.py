@@ -31,6 +31,7 @@ from .run import build_agent, run_command, run_task
 from .code import code_command
 from .chat import chat_command
 from .compare import compare_command
+from . import audit as _audit  # noqa: F401 - registers tao audit verify/show
 from ..evals.cli import eval_command  # tao eval lives in its own room
 
 app.command("eval")(eval_command)
