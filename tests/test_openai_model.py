@@ -33,14 +33,13 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(autouse=True)
 def transport(request, monkeypatch):
-    """The HTTP transport under the SDK: aiohttp (the default when it is installed) or httpx2
-    (the SDK's own default, used when aiohttp is not); every promise holds on both."""
+    """How requests go out: straight through aiohttp (the default when it is installed) or
+    through the SDK over httpx2 (when it is not); every promise holds on both."""
     name = getattr(request, "param", "aiohttp")
     if name == "aiohttp":
         pytest.importorskip("aiohttp", exc_type=ImportError)
     else:
-        http_client = openai_model._http_client
-        monkeypatch.setattr(openai_model, "_http_client", lambda: http_client(aiohttp=False))
+        monkeypatch.setattr(openai_model, "use_aiohttp", lambda: False)
     return name
 
 

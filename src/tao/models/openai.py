@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import ModelConfigError, ModelError
 from ..messages import Message
 from .base import DEFAULT_TIMEOUT_S, Chunk, Model, Retrying, ToolSpec
+from .openai_http import Endpoint, use_aiohttp
 from .openai_stream import _Incomplete, _NotAChunk, _Turn
 # The wire format lives in openai_wire; its public names stay importable from here.
 from .openai_wire import (DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, DEFAULT_MODEL,  # noqa: F401
@@ -54,9 +55,9 @@ CONNECT_TIMEOUT_MAX_S = 10.0
 
 
 def _is_timeout(e: Exception) -> bool:
-    """Whether ``e`` is a timeout: an ``APITimeoutError`` that a ``TimeoutError`` caused. The
-    aiohttp transport reports every failure to connect (refused, closed at once) as a connect
-    timeout; those are connection errors, retried as such."""
+    """Whether ``e`` is a timeout: an ``APITimeoutError`` that a ``TimeoutError`` caused (aiohttp's
+    and httpx2's timeouts are; the SDK's aiohttp adapter also calls a refused connection a
+    connect timeout, and that is a connection error, retried as such)."""
     import openai
 
     return isinstance(e, openai.APITimeoutError) and any(
@@ -125,7 +126,8 @@ class OpenAIModel(Model):
 
     # -- client ---------------------------------------------------------------------------
     async def client(self) -> Any:
-        """The SDK client of the running event loop, made on first use in it (``Agent.run``
+        """The ``Endpoint`` of the running event loop (``openai_http``: the SDK client, and the
+        aiohttp session the requests go through), made on first use in it (``Agent.run``
         starts a new loop per run, and pooled connections must not cross loops), and closed
         when that loop shuts down: ``asyncio.run`` closes the async generators still open,
         ``_closed_with_loop`` among them, so a run leaves no connections (nor aiohttp's
@@ -133,13 +135,10 @@ class OpenAIModel(Model):
         loop = asyncio.get_running_loop()
         held = self._clients.get(loop)
         if held is None:
-            import openai
-
             for closed in [x for x in self._clients if x.is_closed()]:
                 del self._clients[closed]  # loops closed without closing their async generators
-            client = openai.AsyncOpenAI(api_key=self._api_key or NO_KEY, base_url=self.base_url,
-                                        timeout=self._timeouts(), max_retries=0,
-                                        http_client=_http_client())
+            client = Endpoint(self._api_key or NO_KEY, self.base_url, self._timeouts(),
+                              aiohttp=use_aiohttp())
             closer = self._closed_with_loop(loop, client)
             self._clients[loop] = held = (client, closer)
             await closer.asend(None)
@@ -208,8 +207,7 @@ class OpenAIModel(Model):
         while True:
             turn, stream = _Turn(), None
             try:
-                stream = await _post(client, params)
-                turn.record(stream.response)
+                stream = await client.open(_body(params), turn)
                 async for chunk in stream:
                     text = turn.feed(chunk)
                     if text:
@@ -307,54 +305,13 @@ class OpenAIModel(Model):
         return None
 
 
-async def _post(client: Any, params: dict[str, Any]) -> Any:
-    """``client.chat.completions.create(**params)`` without the SDK's walk of the arguments
-    over its typed parameter classes (about 30 % of a request's CPU; ``request`` builds
-    the wire JSON already): the same POST, headers, auth, timeouts and event stream. The
-    chunks come as the JSON objects they are (``AsyncStream[object]``), not as pydantic
-    ``ChatCompletionChunk``s: building those cost about as much again, and ``_Turn.feed``
-    reads four fields."""
-    from openai import AsyncStream
-    from openai.types.chat import ChatCompletion
-
+def _body(params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of ``params``: ``extra_body`` merged in, as the SDK does."""
+    if not params.get("extra_body"):
+        return params
     body = {k: v for k, v in params.items() if k != "extra_body"}
-    body.update(params.get("extra_body") or {})
-    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, stream=True,
-                             stream_cls=AsyncStream[object],
-                             options={"security": {"bearer_auth": True}})
-
-
-def _http_client(aiohttp: bool = True) -> Any:
-    """The SDK's aiohttp transport (``openai.DefaultAioHttpClient``) when aiohttp is installed,
-    else its default httpx2 one; both with the SDK's defaults and the shared SSL context. At
-    100 requests in flight httpx2's pool polls the socket of every idle connection on each
-    request and each close (a quarter of a request's CPU); aiohttp's connector does not:
-    3.0 -> 1.4 ms CPU a request, 2.1-2.5 -> 1.4-1.5 x the ideal wall (benchmarks/eval_concurrency.py)."""
-    import openai
-
-    if aiohttp:
-        try:
-            return openai.DefaultAioHttpClient(verify=_ssl_context())
-        except RuntimeError:  # the SDK's stand-in when aiohttp is missing or too old
-            pass
-    return openai.DefaultAsyncHttpxClient(verify=_ssl_context())
-
-
-_SSL_CONTEXT: Any = None
-
-
-def _ssl_context() -> Any:
-    """The SSL context the SDK would build (system trust store, SSL_CERT_FILE/DIR honoured),
-    built once per process: loading the CA bundle costs ~70 ms, and every new event loop
-    (each ``Agent.run``) needs a new client."""
-    global _SSL_CONTEXT
-    if _SSL_CONTEXT is None:
-        try:
-            import httpx2 as httpx  # what openai 3.x is built on
-        except ImportError:  # pragma: no cover - openai 1.x/2.x
-            import httpx
-        _SSL_CONTEXT = httpx.create_ssl_context()
-    return _SSL_CONTEXT
+    body.update(params["extra_body"])
+    return body
 
 
 def _server_message(e: Any) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 from ..messages import Message, ToolCall, Usage
@@ -29,20 +28,13 @@ class _Turn:
         self.content_type = ""
         self.received = bytearray()  # the body's first bytes, to show what a bad answer was
 
-    def record(self, response: Any) -> None:
-        """Keep the first bytes of ``response``'s body as the SDK reads it. The SDK decodes the
-        stream from ``response.aiter_bytes()``, so wrapping that one method sees every byte
-        without reading anything ahead of it (a valid stream is never delayed or buffered)."""
-        self.content_type = response.headers.get("content-type", "").split(";")[0].strip()
-        inner = response.aiter_bytes
+    def record(self, content_type: str) -> None:
+        self.content_type = content_type.split(";")[0].strip()
 
-        async def aiter_bytes(*args: Any, **kwargs: Any) -> AsyncIterator[bytes]:
-            async for part in inner(*args, **kwargs):
-                if len(self.received) < SAMPLE_BYTES:
-                    self.received += part[: SAMPLE_BYTES - len(self.received)]
-                yield part
-
-        response.aiter_bytes = aiter_bytes
+    def keep(self, part: bytes) -> None:
+        """Called with each piece of the body as it is read: its first bytes are kept."""
+        if len(self.received) < SAMPLE_BYTES:
+            self.received += part[: SAMPLE_BYTES - len(self.received)]
 
     def garbage(self, e: Exception) -> str | None:
         """What was wrong with a body that is not a valid event stream, or None when it is one
@@ -61,7 +53,7 @@ class _Turn:
         return None
 
     def feed(self, chunk: Any) -> str:
-        """One ``chat.completion.chunk`` as the JSON object it arrived as (see ``_post``)."""
+        """One ``chat.completion.chunk`` as the JSON object it arrived as (``openai_http``)."""
         if not isinstance(chunk, dict) or "choices" not in chunk:  # a string, a list, ...
             raise _NotAChunk(chunk)
         usage = chunk.get("usage")
