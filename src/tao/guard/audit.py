@@ -38,6 +38,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ REDACTED = "***"
 #: keys the log writes itself; a record carrying one is a caller's mistake, not overwritten quietly
 RESERVED = frozenset({"seq", "prev", "hash"})
 
+_SEQ_HEAD = re.compile(rb'\{"seq":(\d+),')
 _HASH_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SECRET_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "authorization",
@@ -71,6 +73,7 @@ def default_path() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "tao" / "audit.jsonl"
 
 
+@lru_cache(maxsize=4096)  # the same few keys on every call
 def is_secret_key(name: str) -> bool:
     """Whether a key names a secret: ``api_key``, ``OPENAI_API_KEY``, ``x-api-key``, ``apiKey``,
     ``Authorization``, ``github_token``, ``client_secret``, ``password``... but not
@@ -209,33 +212,29 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _tail(fd: int) -> tuple[int, str, tuple[int, bytes] | None]:
     """``(seq of the last complete line, its SHA-256, torn)``; ``torn`` is ``(offset, bytes)`` of
-    an incomplete last line, else ``None``. Reads backwards only as far as the last line reaches.
-    A last line that does not parse is chained to all the same (its seq taken from the line
-    count): the file was tampered with, ``verify`` says where, and appending does not hide it."""
+    an incomplete last line, else ``None``. Reads backwards only as far as the last line reaches
+    (one 8 KiB read for a usual line). A last line that does not parse is chained to all the
+    same (its seq from the line count): the file was tampered with, ``verify`` says where, and
+    appending does not hide it."""
     end = os.lseek(fd, 0, os.SEEK_END)
-    last_nl = _rfind_newline(fd, end)
-    torn = None if last_nl == end - 1 else (last_nl + 1, os.pread(fd, end - last_nl - 1, last_nl + 1))
+    if end == 0:
+        return 0, GENESIS, None
+    size = 8192
+    while True:
+        start = max(0, end - size)
+        chunk = os.pread(fd, end - start, start)
+        last_nl = chunk.rfind(b"\n")
+        before = chunk.rfind(b"\n", 0, max(last_nl, 0))
+        if start == 0 or before >= 0:
+            break
+        size *= 4
+    torn = None if last_nl == len(chunk) - 1 else (start + last_nl + 1, chunk[last_nl + 1:])
     if last_nl < 0:
         return 0, GENESIS, torn
-    start = _rfind_newline(fd, last_nl) + 1
-    line = os.pread(fd, last_nl - start, start)
-    try:
-        seq = int(loads(line.decode("utf-8"))["seq"])
-    except (ValueError, TypeError, KeyError):
-        seq = _count_lines(fd, last_nl + 1)
-    return seq, hashlib.sha256(line).hexdigest(), torn
-
-
-def _rfind_newline(fd: int, before: int) -> int:
-    """The offset of the last newline before offset ``before``, or -1."""
-    pos = before
-    while pos > 0:
-        step = min(1 << 16, pos)
-        pos -= step
-        found = os.pread(fd, step, pos).rfind(b"\n")
-        if found >= 0:
-            return pos + found
-    return -1
+    line = chunk[before + 1:last_nl]
+    m = _SEQ_HEAD.match(line)
+    return (int(m.group(1)) if m else _count_lines(fd, start + last_nl + 1),
+            hashlib.sha256(line).hexdigest(), torn)
 
 
 def _count_lines(fd: int, upto: int) -> int:
