@@ -35,7 +35,13 @@ def test_four_processes_appending_500_lines_each_never_interleave(tmp_path):
     path = tmp_path / "audit.jsonl"
     procs = [writer(path, f"w{k}", 500) for k in range(4)]
     (tmp_path / "audit.jsonl.go").touch()
+    seen = []
+    while any(p.poll() is None for p in procs):  # read while they write: never a half line
+        if path.exists():
+            seen.append(verify(path))
+        time.sleep(0.01)
     assert [p.wait(timeout=240) for p in procs] == [0, 0, 0, 0]
+    assert seen and all(r.ok and not r.torn_tail for r in seen)
 
     report = verify(path)
     assert report.ok and not report.torn_tail and report.lines == 2000

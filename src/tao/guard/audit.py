@@ -278,9 +278,20 @@ class VerifyReport:
 
 def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, bool]]:
     """``(line, complete)`` for each line of the file, without its newline; only the last one
-    can be incomplete. Streams, so a large log does not have to fit in memory."""
+    can be incomplete. Reads the file as it stood at one instant - its size taken under a shared
+    lock, so a line a live writer is halfway through is not seen - and streams it, so a large
+    log neither has to fit in memory nor holds writers up while it is read."""
     with open(path, "rb") as f:
-        for raw in f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            left = os.fstat(f.fileno()).st_size
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+        while left > 0:
+            raw = f.readline(left)  # never past the snapshot: a line ends there or at a newline
+            if not raw:
+                break
+            left -= len(raw)
             yield (raw[:-1], True) if raw.endswith(b"\n") else (raw, False)
 
 
