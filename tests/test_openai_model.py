@@ -325,6 +325,23 @@ async def test_optional_parameters_are_left_out(server, make_model):
     assert set(server.bodies[0]) == {"model", "messages", "stream", "stream_options"}
 
 
+async def test_http_proxy_from_the_environment_is_used(server, make_model, monkeypatch):
+    """HTTP_PROXY (a company's proxy) is honoured on both transports: the request goes to the
+    proxy, naming the endpoint's URL; NO_PROXY exempts a host."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url.removesuffix("/v1"))
+    server.push(Reply("via the proxy"))
+    _, _, r, _ = await collect(make_model(base_url="http://endpoint.invalid/v1"))
+    assert r.message.content == "via the proxy"
+    assert server.requests[0]["path"] == "http://endpoint.invalid/v1/chat/completions"
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    server.push(Reply("direct"))
+    _, _, r, _ = await collect(make_model())
+    assert r.message.content == "direct" and server.requests[1]["path"] == "/v1/chat/completions"
+
+
 # -- configuration --------------------------------------------------------------------------
 @pytest.fixture
 def clean_env(monkeypatch):

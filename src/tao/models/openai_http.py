@@ -57,7 +57,8 @@ class Endpoint:
             connector = aio.TCPConnector(limit=DEFAULT_CONNECTION_LIMITS.max_connections or 0,
                                          keepalive_timeout=DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
                                          ssl=ssl_context())
-            self.session = aio.ClientSession(connector=connector, trust_env=True)
+            self.session = aio.ClientSession(connector=connector)
+            self.proxy = _env_proxy(self.url)
 
     def is_closed(self) -> bool:
         return self.sdk.is_closed() and (self.session is None or self.session.closed)
@@ -77,7 +78,7 @@ class Endpoint:
             return stream
         try:
             response = await self.session.post(self.url, data=_dumps(body), headers=self.headers,
-                                               timeout=self.timeout)
+                                               timeout=self.timeout, **self.proxy)
         except _failures() as e:
             raise self._failure(e) from e
         if response.status >= 400:
@@ -170,6 +171,19 @@ class _Events:
         for gen in (self._chunks, self._events, self._raw):
             await gen.aclose()
         self.response.release()  # back to the pool when the body was read, else closed
+
+
+def _env_proxy(url: str) -> dict[str, Any]:
+    """HTTPS_PROXY / HTTP_PROXY / NO_PROXY for ``url``, as aiohttp's ``trust_env`` reads them,
+    read once: ``trust_env`` reads them again on a thread for each request."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(url))
+    except LookupError:  # no proxy for this URL
+        return {}
+    return {"proxy": proxy, "proxy_auth": auth}
 
 
 def _failures() -> tuple[type[BaseException], ...]:
