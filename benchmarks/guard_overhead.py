@@ -1,6 +1,7 @@
 """What the guard layer costs per tool call: ``Toolbox.execute`` alone against the same call
 with an audit append (fsync off and on, inline and through ``aappend``'s thread), and - when the
-policy layer is in the toolbox - with policy + audit, as ratios measured in one run.
+guard is in the toolbox (``Toolbox.bind(run)``) - with a deny list, then deny list + audit, as
+ratios measured in one run.
 
 The tool is ``add(a, b)``, so what is measured is the framework, not the tool. Variants run in
 interleaved rounds (each round: ``--calls`` calls of every variant, in turn) and the median of
@@ -73,21 +74,25 @@ def variants(folder: Path) -> dict[str, Variant]:
 
 
 def guarded_variants(folder: Path) -> dict[str, Variant]:
-    """Policy + audit inside the toolbox, where ``Toolbox`` takes them (``policy=``/``audit=``);
-    nothing when the policy layer has not landed in this checkout."""
-    params = inspect.signature(Toolbox.__init__).parameters
-    if not {"policy", "audit"} <= set(params):
+    """The guard itself on the door (``tao.guard.run.Guard``, a run bound to the toolbox): a
+    deny list alone, then deny list + audit; nothing when the guard has not landed here."""
+    try:
+        from tao.guard.run import Guard
+    except ImportError:
         return {}
-    from tao.guard.policy import Policy
-
+    if not hasattr(Toolbox, "bind"):
+        return {}
     out: dict[str, Variant] = {}
-    for label, fsync in (("fsync off", False), ("fsync on", True)):
-        box = Toolbox([add], policy=Policy(deny=["rm"]),
-                      audit=AuditLog(folder / f"guarded-{fsync}.jsonl", fsync=fsync))
+    for label, audit, fsync in (("policy (deny list) only", None, False),
+                                ("policy + audit, fsync off", folder / "guard-off.jsonl", False),
+                                ("policy + audit, fsync on", folder / "guard-on.jsonl", True)):
+        run = Guard(deny=["rm"], audit=audit, audit_fsync=fsync).start(
+            "bench", "react", "scripted", "en", [add])
+        box = Toolbox([add]).bind(run)
 
-        async def run(call: ToolCall, box: Toolbox = box) -> object:
+        async def go(call: ToolCall, box: Toolbox = box) -> object:
             return await box.execute(call)
-        out[f"+ policy + audit, {label} (in Toolbox)"] = run
+        out[f"guard: {label}"] = go
     return out
 
 
@@ -133,8 +138,8 @@ def main() -> None:
     print(f"{'variant':<46} {'us/call':>10} {'ratio':>8} {'added us':>10}")
     for name, t in results.items():
         print(f"{name:<46} {t * 1e6:>10.1f} {t / base:>7.1f}x {(t - base) * 1e6:>10.1f}")
-    if not any("policy" in name for name in results):
-        print("(policy + audit: Toolbox does not take policy=/audit= in this checkout yet)")
+    if not any(name.startswith("guard:") for name in results):
+        print("(guard: tao.guard.run.Guard / Toolbox.bind are not in this checkout yet)")
     print(f"verify: {lines} lines ({size / lines:.0f} bytes each) in {seconds * 1e3:.1f} ms "
           f"= {lines / seconds:,.0f} lines/s")
 

@@ -224,3 +224,19 @@ def test_default_location_is_the_user_data_directory(tmp_path, monkeypatch):
     assert verify(default_path()).lines == 1
     monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path / "d"))
     assert default_path() == tmp_path / "d" / "audit.jsonl"
+
+
+def test_lines_cut_off_the_end_are_caught_by_a_head_noted_earlier(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    log = write_log(path, 4)
+    noted = verify(path).head  # e.g. printed by `tao audit verify` and kept elsewhere
+    log.append({"kind": "run_end"})
+    assert verify(path, head=noted).ok  # the log grew: the noted line is still in it
+
+    lines = lines_of(path)
+    rewrite(path, lines[:3])  # the last two lines removed: the chain alone cannot tell
+    assert verify(path).ok
+    report = verify(path, head=noted)
+    assert (report.ok, report.reason, report.bad_line) == (False, "head", 4)
+    assert noted in report.message() and "removed" in report.message()
+    assert verify(path, head=json.loads(lines[1])["hash"]).ok  # a line's own hash works too

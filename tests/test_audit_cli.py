@@ -118,3 +118,11 @@ def test_the_audit_module_keeps_rich_and_typer_out_of_import_tao():
     code = ("import sys, tao, tao.guard.audit; "
             "assert not {'rich', 'typer'} & set(sys.modules), sorted({'rich', 'typer'} & set(sys.modules))")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_verify_head_catches_a_cut_off_end(log_file, english):
+    head = json.loads(runner.invoke(cli.app, ["audit", "verify", str(log_file), "--json"]).stdout)["head"]
+    log_file.write_bytes(b"".join(log_file.read_bytes().splitlines(keepends=True)[:2]))
+    assert runner.invoke(cli.app, ["audit", "verify", str(log_file)]).exit_code == 0
+    res = runner.invoke(cli.app, ["audit", "verify", str(log_file), "--head", head])
+    assert res.exit_code == 1 and "line 3 is bad" in res.output and head in res.output

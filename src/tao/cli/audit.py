@@ -3,6 +3,7 @@ and read it as a table.
 
     tao audit verify ~/.local/share/tao/audit.jsonl      # exit 0: every line verifies
     tao audit verify audit.jsonl --strict                 # a torn last line fails too
+    tao audit verify audit.jsonl --head 95e1...           # and the line noted then is still there
     tao audit show --last 20                              # the default log, last 20 lines
     tao audit show audit.jsonl --json                     # the entries as a JSON array
 
@@ -54,6 +55,9 @@ def verify_command(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="The audit log (JSONL) to check.")],
     strict: Annotated[bool, typer.Option(
         "--strict", help="Fail on an incomplete last line too (a writer killed mid-line).")] = False,
+    head: Annotated[str | None, typer.Option(
+        "--head", metavar="HASH", help="A head an earlier verify printed: the log must still hold "
+        "that line (catches lines cut off the end).")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Check every line's hash, seq and link to the line before; name the first bad line."""
@@ -61,7 +65,7 @@ def verify_command(
 
     lang = locale_language()
     try:
-        report = verify(file)
+        report = verify(file, head)
     except FileNotFoundError:
         raise fail(_texts(lang)["missing"].replace("{path}", str(file)), 2) from None
     except OSError as e:

@@ -11,8 +11,9 @@ number (1, 2, ...), ``prev`` the SHA-256 of the previous line's bytes (``GENESIS
 first), ``hash`` the SHA-256 of the line's own bytes up to ``,"hash"``. The own hash pins an edit
 to the line edited (the last line too, which no ``prev`` covers); ``prev`` catches a line
 rewritten with a fresh own hash; ``seq`` names a removed or reordered line. What no chain can
-catch on its own is the *end* cut off or rewritten whole: ``verify`` reports the head hash and
-line count, to be noted somewhere the log's writer cannot reach when that matters.
+catch on its own is the *end* cut off or rewritten whole: ``verify`` reports the head hash, and
+``verify(path, head=...)`` (``tao audit verify --head``) checks that a head noted earlier,
+somewhere the log's writer cannot reach, is still in the chain.
 
 Appends take an exclusive ``flock`` on the file and read the last line under it, so processes
 writing at once never interleave and ``seq`` stays contiguous; each line goes out in one
@@ -102,7 +103,7 @@ def _redact(value: Any, secret: frozenset[str], env: tuple[str, ...], depth: int
         for s in env:
             if s in value:
                 value = value.replace(s, REDACTED)
-        return _KEY_SHAPES.sub(REDACTED, value)
+        return _KEY_SHAPES.sub(REDACTED, value) if len(value) >= 15 else value  # none is shorter
     if depth > 100:  # deeper than safe_json writes anyway
         return value
     if isinstance(value, dict):
@@ -249,8 +250,10 @@ def _count_lines(fd: int, upto: int) -> int:
 class VerifyReport:
     """What ``verify`` found. ``ok``: no line was edited, removed or reordered (a torn tail
     alone keeps it ``ok``; ``tao audit verify --strict`` counts it as a failure). ``bad_line``:
-    the first bad line (1-based), ``reason`` a code (``not_json``, ``edited``, ``seq``, ``prev``), ``detail`` the facts behind it; ``lines``: complete lines that verified;
-    ``head``: the SHA-256 of the last verified line (``GENESIS`` for an empty log)."""
+    the first bad line (1-based), ``reason`` a code (``not_json``, ``edited``, ``seq``, ``prev``,
+    or ``head``: the head asked for is not there), ``detail`` the facts behind it; ``lines``:
+    complete lines that verified; ``head``: the SHA-256 of the last verified line (``GENESIS``
+    for an empty log), which the next line's ``prev`` will be."""
 
     path: Path
     ok: bool = True
@@ -295,11 +298,13 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, bool]]:
             yield (raw[:-1], True) if raw.endswith(b"\n") else (raw, False)
 
 
-def verify(path: str | os.PathLike[str]) -> VerifyReport:
-    """Check every line's own hash, ``seq`` and ``prev``; stop at the first bad line. Raises
-    ``OSError`` (``FileNotFoundError``...) when the file cannot be read."""
+def verify(path: str | os.PathLike[str], head: str | None = None) -> VerifyReport:
+    """Check every line's own hash, ``seq`` and ``prev``; stop at the first bad line. ``head``:
+    a head noted from an earlier ``verify`` (or a line's ``hash``); the log must still hold that
+    line, which is what catches its end cut off. Raises ``OSError`` (``FileNotFoundError``...)
+    when the file cannot be read."""
     report = VerifyReport(Path(path))
-    expected_prev, n = GENESIS, 0
+    expected_prev, n, found = GENESIS, 0, head is None or head == GENESIS
     for line, complete in read_lines(path):
         n += 1
         if not complete:
@@ -319,6 +324,9 @@ def verify(path: str | os.PathLike[str]) -> VerifyReport:
             return _bad(report, n, "prev", before=n - 1)
         expected_prev = hashlib.sha256(line).hexdigest()
         report.lines, report.head = n, expected_prev
+        found = found or head in (expected_prev, entry.get("hash"))
+    if not found:
+        return _bad(report, report.lines + 1, "head", head=head)
     return report
 
 
