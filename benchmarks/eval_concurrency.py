@@ -13,8 +13,9 @@ the value just before the run (imports, client and suite already loaded by the a
 task in flight = growth / concurrency. VmHWM (reset through /proc/self/clear_refs) is printed
 as a check on the sampling. CPU is this process's ``time.process_time()``; "waited for a CPU" is
 the main thread's run-queue time from /proc/self/schedstat (other processes had the cores). The
-server reports the most requests it had in flight. ``--stand-in`` adds a row whose model only sleeps (tao's own
-cost, no HTTP); ``--workers W`` a row of W processes x concurrency / W.
+server reports the most requests it had in flight and its own CPU per request (it has the other
+core: it must not be what the run waits for). ``--stand-in`` adds a row whose model only sleeps
+(tao's own cost, no HTTP); ``--workers W`` a row of W processes x concurrency / W.
 
     python benchmarks/eval_concurrency.py [--tasks 1000] [--concurrency 100] [--latency 0.2]
                                           [--tool] [--stand-in] [--workers 2] [--repeat 3]
@@ -197,7 +198,7 @@ def measure(label: str, suite: Path, model, out: Path, args, workers: int, concu
     alone_wall, alone_cpu, alone = evaluate(suite, model, out / "alone", 1, args.alone)
     one_task = alone_wall / args.alone
     ideal = args.tasks / (workers * concurrency) * one_task
-    stats()
+    before = stats()
     base_kb = status_kb("VmRSS")
     reset_hwm()
     load, waited = os.getloadavg()[0], runqueue_s()
@@ -205,6 +206,7 @@ def measure(label: str, suite: Path, model, out: Path, args, workers: int, concu
         wall, cpu, records = evaluate(suite, model, out / "all", concurrency, workers=workers)
     waited = runqueue_s() - waited
     server = stats()
+    server_ms = (server["cpu_s"] - before["cpu_s"]) / max(server["requests"], 1) * 1000
     growth = rss.peak - base_kb
     rss_cols = ([f"{base_kb / 1024:.1f}", f"{rss.peak / 1024:.1f}", f"{status_kb('VmHWM') / 1024:.1f}",
                  f"{growth / concurrency:.0f}"] if rss_shown else ["-", "-", "-", "-"])
@@ -212,7 +214,7 @@ def measure(label: str, suite: Path, model, out: Path, args, workers: int, concu
             f"{wall:.2f}", f"{wall / ideal:.2f}", *rss_cols, f"{alone_cpu / args.alone * 1000:.2f}",
             f"{cpu / args.tasks * 1000:.2f}" if workers == 1 else "-",
             f"{waited:.2f}" if workers == 1 else "-", str(server["max_in_flight"] or "-"),
-            f"{load:.2f}"]
+            f"{server_ms:.2f}" if server["requests"] else "-", f"{load:.2f}"]
 
 
 def main() -> None:
@@ -268,7 +270,7 @@ def main() -> None:
     header = ["model", "workers x conc.", "one task ms", "ideal s", "wall s", "x ideal",
               "RSS before MB", "RSS peak MB", "VmHWM MB", "KB / task in flight",
               "CPU ms / task alone", "CPU ms / task", "waited for a CPU s", "server max in flight",
-              "load 1 min"]
+              "server CPU ms / request", "load 1 min"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:

@@ -1,8 +1,9 @@
 """OpenAIModel: any OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama,
 llama.cpp server, ...), streamed, with native tool calls and tao's own retry policy.
 
-With ``openai_wire`` (the JSON both ways) and ``openai_stream`` (one streamed attempt), this is the
-only place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
+With ``openai_wire`` (the JSON both ways), ``openai_stream`` (one streamed attempt) and
+``openai_http`` (how a request travels: aiohttp, else the SDK over httpx2), this is the only
+place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
 go out as chat-completions JSON and the streamed ``chat.completion.chunk``s come back as text
 deltas and one ``ModelResponse``. The ``openai`` package is imported when a model is built, never
 by ``import tao``.

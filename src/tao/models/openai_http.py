@@ -54,8 +54,9 @@ class Endpoint:
             self.headers = dict(self.sdk._build_headers(options))
             self.timeout = aio.ClientTimeout(total=None, sock_connect=timeout.connect,
                                              sock_read=timeout.read, connect=timeout.pool)
-            connector = aio.TCPConnector(limit=DEFAULT_CONNECTION_LIMITS.max_connections or 0,
-                                         keepalive_timeout=DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
+            limits = DEFAULT_CONNECTION_LIMITS  # the SDK's: 1,000 connections, 5 s keep-alive
+            connector = aio.TCPConnector(limit=limits.max_connections or 0,
+                                         keepalive_timeout=limits.keepalive_expiry,
                                          ssl=ssl_context())
             self.session = aio.ClientSession(connector=connector)
             self.proxy = _env_proxy(self.url)
