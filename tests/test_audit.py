@@ -240,3 +240,17 @@ def test_lines_cut_off_the_end_are_caught_by_a_head_noted_earlier(tmp_path):
     assert (report.ok, report.reason, report.bad_line) == (False, "head", 4)
     assert noted in report.message() and "removed" in report.message()
     assert verify(path, head=json.loads(lines[1])["hash"]).ok  # a line's own hash works too
+
+
+def test_credentials_inside_commands_and_urls_are_blanked(tmp_path, monkeypatch):
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock")
+    path = tmp_path / "audit.jsonl"
+    entry = AuditLog(path).append({"kind": "tool_call", "tool": "run_command", "arguments": {
+        "command": "git clone https://ann:hunter2hunter2@example.com/r.git && "
+                   "curl -H 'Authorization: Basic YW5uOmh1bnRlcjI=' -H 'x: Bearer abc.def.ghi' "
+                   "https://example.com/ -d AKIAABCDEFGHIJKLMNOP ls /tmp/ssh-agent.sock"}})
+    command = entry["arguments"]["command"]
+    for secret in ("hunter2", "YW5uOmh1bnRlcjI", "abc.def.ghi", "AKIAABCDEFGHIJKLMNOP"):
+        assert secret not in command and secret.encode() not in path.read_bytes()
+    assert "https://***@example.com/r.git" in command
+    assert "/tmp/ssh-agent.sock" in command  # a socket's path is not a secret

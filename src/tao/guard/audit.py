@@ -39,30 +39,19 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..safe_json import dumps, loads
+from .redact import REDACTED, env_secrets, is_secret_key, redact
 
 #: the ``prev`` of line 1: there is no line before it
 GENESIS = "0" * 64
-REDACTED = "***"
 #: keys the log writes itself; a record carrying one is a caller's mistake, not overwritten quietly
 RESERVED = frozenset({"seq", "prev", "hash"})
 
 _SEQ_HEAD = re.compile(rb'\{"seq":(\d+),')
 _HASH_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
-_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_SECRET_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "authorization",
-                           "auth", "cookie", "credential", "credentials", "apikey", "pwd"})
-_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"),
-                           ("secret", "key"), ("session", "id"), ("client", "secret")})
-_KEY_SHAPES = re.compile(
-    r"\bsk-[A-Za-z0-9_\-]{16,}"              # OpenAI, Anthropic (sk-ant-...), DeepSeek, ...
-    r"|\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bAKIA[0-9A-Z]{16}\b|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/\-]{8,}=*")
 
 
 def default_path() -> Path:
@@ -72,47 +61,6 @@ def default_path() -> Path:
         return Path(os.environ["TAO_DATA_DIR"]) / "audit.jsonl"
     xdg = os.environ.get("XDG_DATA_HOME")
     return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "tao" / "audit.jsonl"
-
-
-@lru_cache(maxsize=4096)  # the same few keys on every call
-def is_secret_key(name: str) -> bool:
-    """Whether a key names a secret: ``api_key``, ``OPENAI_API_KEY``, ``x-api-key``, ``apiKey``,
-    ``Authorization``, ``github_token``, ``client_secret``, ``password``... but not
-    ``max_tokens`` or ``prompt_tokens`` (words are compared whole, so counts stay readable)."""
-    words = [w.lower() for w in _WORDS.findall(name)]
-    if any(w in _SECRET_WORDS for w in words):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
-
-
-def _env_secrets() -> tuple[str, ...]:
-    """Values of environment variables whose names say secret (8 characters or more, so that
-    ``TOKEN=1`` does not blank every ``1``), longest first."""
-    values = {v for k, v in os.environ.items() if len(v) >= 8 and is_secret_key(k)}
-    return tuple(sorted(values, key=len, reverse=True))
-
-
-def redact(value: Any, secret: Iterable[str] = (), env: Iterable[str] = ()) -> Any:
-    """A copy of ``value`` with secrets replaced by ``"***"`` (see the module docstring).
-    ``secret`` holds extra key names (compared exactly), ``env`` literal values to blank."""
-    return _redact(value, frozenset(secret), tuple(env), 0)
-
-
-def _redact(value: Any, secret: frozenset[str], env: tuple[str, ...], depth: int) -> Any:
-    if isinstance(value, str):
-        for s in env:
-            if s in value:
-                value = value.replace(s, REDACTED)
-        return _KEY_SHAPES.sub(REDACTED, value) if len(value) >= 15 else value  # none is shorter
-    if depth > 100:  # deeper than safe_json writes anyway
-        return value
-    if isinstance(value, dict):
-        return {k: REDACTED if isinstance(k, str) and (k in secret or is_secret_key(k))
-                and value[k] not in (None, "") else _redact(value[k], secret, env, depth + 1)
-                for k in value}
-    if isinstance(value, (list, tuple)):
-        return [_redact(v, secret, env, depth + 1) for v in value]
-    return value
 
 
 def _seal(entry: dict[str, Any]) -> tuple[bytes, str]:
@@ -142,7 +90,7 @@ class AuditLog:
         self.path = Path(path) if path is not None else default_path()
         self.fsync = fsync
         self.secret = frozenset(secret)
-        self._env = _env_secrets()
+        self._env = env_secrets()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
