@@ -138,13 +138,14 @@ def show_command(
     console.print(Text(report.message(lang), style=style), soft_wrap=True)
 
 
-_CHAIN = frozenset({"seq", "ts", "prev", "hash", "kind", "run_id"})
+#: in their own columns, or hashes and ids nobody reads in a table (``--json`` has them all)
+_HIDDEN = frozenset({"seq", "ts", "prev", "hash", "kind", "run_id", "call_id", "digest"})
 
 
 def summary(entry: dict[str, Any], limit: int = 300) -> str:
     """One cell for an entry: ``tool(arg=value, ...)`` then whatever else it holds, as
-    ``key=value`` (the chain's own fields left out), cut at ``limit`` characters."""
-    rest = {k: v for k, v in entry.items() if k not in _CHAIN}
+    ``key=value`` (the chain's own fields and empty ones left out), cut at ``limit`` characters."""
+    rest = {k: v for k, v in entry.items() if k not in _HIDDEN and v is not None}
     parts = []
     if "tool" in rest:
         args = rest.pop("arguments", None)

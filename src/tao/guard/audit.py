@@ -2,8 +2,8 @@
 chained to the one before it, so that a line edited, removed or reordered afterwards is found.
 
     log = AuditLog()                      # ~/.local/share/tao/audit.jsonl (see default_path)
-    log.append({"kind": "tool_call", "run_id": rid, "tool": "run_command",
-                "arguments": {"command": "ls"}, "is_error": False}, secret={"password"})
+    log.append({"kind": "tool.call", "run_id": rid, "tool": "run_command",
+                "arguments": {"command": "ls"}, "status": "ok"}, secret={"password"})
     report = verify(log.path)             # report.ok, report.bad_line, report.message("zh")
 
 Each line is ``{"seq": N, "ts": ..., "prev": ..., <record>, "hash": ...}``: ``seq`` is the line's
@@ -22,11 +22,11 @@ an incomplete last line: ``verify`` reports it as a torn tail (every earlier lin
 and the next append cuts it off and records an ``audit.torn_tail`` line with its length and
 SHA-256 in its place, so the chain goes on. Incomplete bytes followed by more lines are tampering.
 
-Redaction happens before anything is written: values under keys that name a secret
-(``api_key``, ``authorization``, ``token``, ``password``, ``secret``, ... - see ``is_secret_key``)
-and under the names passed as ``secret=``, the values of secret-looking environment variables
-(``OPENAI_API_KEY``...) wherever they occur, and strings shaped like keys (``sk-...``,
-``ghp_...``, ``AKIA...``, ``Bearer ...``) all become ``"***"``.
+Redaction happens before anything is written (``tao.guard.redact``): values under keys that name
+a secret (``api_key``, ``authorization``, ``token``, ``password``, ``secret``...) and under the
+names passed as ``secret=``, the values of secret environment variables (``OPENAI_API_KEY``...)
+wherever they occur, and strings shaped like keys (``sk-...``, ``ghp_...``, ``AKIA...``,
+``Bearer ...``, a URL's ``user:password``) all become ``"***"``.
 """
 
 from __future__ import annotations
