@@ -126,3 +126,11 @@ def test_verify_head_catches_a_cut_off_end(log_file, english):
     assert runner.invoke(cli.app, ["audit", "verify", str(log_file)]).exit_code == 0
     res = runner.invoke(cli.app, ["audit", "verify", str(log_file), "--head", head])
     assert res.exit_code == 1 and "line 3 is bad" in res.output and head in res.output
+
+
+def test_show_one_run(log_file, english):
+    AuditLog(log_file).append({"kind": "run_start", "run_id": "r-other", "task": "another task"})
+    res = runner.invoke(cli.app, ["audit", "show", str(log_file), "--run", "r-7f", "--json"])
+    assert [e["seq"] for e in json.loads(res.stdout)] == [1, 2, 3, 4]
+    res = runner.invoke(cli.app, ["audit", "show", str(log_file), "--run", "r-oth"])
+    assert "another task" in res.output and "15*27" not in res.output

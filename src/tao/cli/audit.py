@@ -5,6 +5,7 @@ and read it as a table.
     tao audit verify audit.jsonl --strict                 # a torn last line fails too
     tao audit verify audit.jsonl --head 95e1...           # and the line noted then is still there
     tao audit show --last 20                              # the default log, last 20 lines
+    tao audit show --run 05502df2                         # one run's lines
     tao audit show audit.jsonl --json                     # the entries as a JSON array
 
 ``verify`` exits 0 when no line was edited, removed or reordered, 1 naming the first line that
@@ -92,6 +93,8 @@ def show_command(
         metavar="[FILE]", show_default=False,
         help="The audit log (default: tao.toml's audit, else the user data directory's).")] = None,
     last: Annotated[int | None, typer.Option("--last", "-n", min=1, help="Only the last N lines.")] = None,
+    run: Annotated[str | None, typer.Option(
+        "--run", metavar="ID", help="Only the lines of the run whose id starts with ID.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the entries as a JSON array.")] = False,
 ) -> None:
     """Print the audit log as a table: seq, time, kind, run and what happened."""
@@ -103,8 +106,9 @@ def show_command(
     try:
         total, rows = 0, deque(maxlen=last)
         for entry in entries(path):
-            total += 1
-            rows.append(entry)
+            if run is None or str(entry.get("run_id", "")).startswith(run):
+                total += 1
+                rows.append(entry)
         report = verify(path)
     except FileNotFoundError:
         raise fail(texts["missing"].replace("{path}", str(path)), 2) from None
