@@ -137,6 +137,12 @@ EVENTS += [  # CodeAct (tests/test_codeact.py covers how they are emitted)
     events.ExecutionFinished("", "Traceback ...\nNameError: name 'x' is not defined", 2, 0.01,
                              "warning", "timeout after 30 s", "..."),
 ]
+EVENTS += [  # approval (tests/test_guard_*.py cover how they are emitted)
+    events.ApprovalRequested("c1", "run_command", {"command": "rm -rf build"},
+                             "its arguments match the approval rule", "ab" * 32),
+    events.ApprovalDecided("c1", "run_command", "edited", "", {"command": "rm -rf build/tmp"},
+                           "ab" * 32, "terminal"),
+]
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=[f"{e.kind}-{i}" for i, e in enumerate(EVENTS)])

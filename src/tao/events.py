@@ -123,10 +123,38 @@ class RunFinished(Event):
         return {"type": self.kind, "result": self.result.to_dict(with_messages=True)}
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested(Event):
+    """A gated call waits for a human (or ``approve=``) before anything of it is shown or run.
+    ``digest`` is the SHA-256 of tool + arguments the decision is bound to."""
+
+    kind: ClassVar[str] = "approval_requested"
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(Event):
+    """``verdict``: "approved", "rejected" (``reason`` goes to the model) or "edited" (the call
+    runs with ``arguments``); ``by``: "terminal", "callback" or "auto"."""
+
+    kind: ClassVar[str] = "approval_decided"
+    call_id: str
+    tool: str
+    verdict: str
+    reason: str
+    arguments: dict[str, Any] | None
+    digest: str
+    by: str
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (RunStarted, TurnStarted, TokenDelta, ModelRetry, Thought, Action, Observation,
-                FinalAnswer, Error, RunFinished)
+                FinalAnswer, Error, RunFinished, ApprovalRequested, ApprovalDecided)
 }
 
 

@@ -11,7 +11,7 @@ from ..events import Event, RunFinished
 from ..lang import detect_language
 from ..messages import Message, Usage
 
-Status = Literal["done", "max_turns", "error"]
+Status = Literal["done", "max_turns", "budget", "error"]
 Sink = Callable[[Event], Any]
 
 @dataclass(slots=True)
@@ -51,6 +51,15 @@ class Result:
                    Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
                    d.get("duration_s", 0.0), [Message.from_dict(m) for m in d.get("messages", [])],
                    d.get("error"), d.get("sandbox"))
+
+
+def make_guard(options: dict[str, Any]) -> Any:
+    """The agent's ``tao.guard`` settings from its keyword arguments (``allow=``, ``deny=``,
+    ``approve=``, ``audit=``, ``max_tokens=``...; see ``tao.guard.run.Guard``). Imported here, at
+    construction, so that ``import tao`` stays cheap."""
+    from ..guard.run import Guard
+
+    return Guard(**options)
 
 
 class Agent:

@@ -34,7 +34,7 @@ from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
-from .base import Agent, Result, detect_language
+from .base import Agent, Result, detect_language, make_guard
 from .code_blocks import CODE_GRAMMAR, Reply, split_reply
 
 
@@ -55,14 +55,17 @@ class CodeActAgent(Agent):
     reused - its variables outlive the run - gets this agent's tools, and is left open for its
     owner. ``RunStarted.sandbox`` and ``Result.sandbox`` name the backend that ran the code.
     ``timeout``: seconds one block may run (default: the sandbox's limit). ``system_prompt``
-    replaces the prompt and its one-shot example (``prompts/codeact.*``).
+    replaces the prompt and its one-shot example (``prompts/codeact.*``). ``guard``: the
+    guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see ``tao.guard``);
+    they hold for every tool call the code makes through the bridge.
     """
 
     name = "codeact"
 
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  sandbox: Any = None, max_turns: int = 10, system_prompt: str | None = None,
-                 language: str | None = None, helpers: bool = True, timeout: float | None = None):
+                 language: str | None = None, helpers: bool = True, timeout: float | None = None,
+                 **guard: Any):
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
@@ -80,6 +83,7 @@ class CodeActAgent(Agent):
         self.system_prompt = system_prompt
         self.language = language
         self.timeout = timeout
+        self.guard = make_guard(guard)
 
     def prompt(self, lang: str) -> str:
         """The system prompt: the callable functions with their signatures and docstrings."""
@@ -108,21 +112,24 @@ class CodeActAgent(Agent):
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         texts = prompts.table("codeact")[lang]
+        guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox)
+        model = guard.wrap(self.model)
         messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
-            else [Message.system(self.prompt(lang)), *self.example(lang), Message.user(task)]
+            else [Message.system(self.prompt(lang) + guard.system_note()), *self.example(lang),
+                  Message.user(task)]
         own = self.sandbox is None or isinstance(self.sandbox, str)
         usage, executions, turn = Usage(), 0, 0
         answer, status, error = None, "max_turns", None
         try:
-            sandbox = self._sandbox()
+            sandbox = self._sandbox(self.toolbox.bind(guard))
         except SandboxError as e:  # the backend cannot run here: the run ends before any turn
             error = f"{type(e).__name__}: {e}"
             if "TAO_SANDBOX" not in error:
                 error = error.rstrip(".。 ") + texts["choose_sandbox"]
             yield RunStarted(task, self.name, self.model.name)
             yield Error(error, 0)
-            yield RunFinished(Result(None, "error", 0, 0, usage, time.perf_counter() - start,
-                                     messages, error))
+            yield RunFinished(guard.finish(Result(None, "error", 0, 0, usage,
+                                                  time.perf_counter() - start, messages, error)))
             return
         described = describe_sandbox(sandbox)
         kwargs = self.model_kwargs()
@@ -134,7 +141,7 @@ class CodeActAgent(Agent):
                 turn += 1
                 yield TurnStarted(turn)
                 response = None
-                async for chunk in self.model.stream(messages, **kwargs):
+                async for chunk in model.stream(messages, **kwargs):
                     if type(chunk) is str:
                         yield TokenDelta(chunk, turn)
                     elif type(chunk) is ModelResponse:
@@ -159,7 +166,10 @@ class CodeActAgent(Agent):
                 outputs = []
                 for i, code in enumerate(reply.blocks, 1):
                     yield CodeExecution(code, turn, i)
-                    res = await sandbox.execute(code, self.timeout)
+                    pump = guard.pump(sandbox.execute(code, self.timeout))
+                    async for event in pump:  # approvals of the code's tool calls, as they come
+                        yield event
+                    res = pump.value
                     executions += 1
                     outputs.append(res.to_observation())
                     yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s,
@@ -186,19 +196,20 @@ class CodeActAgent(Agent):
         finally:
             if own:
                 await sandbox.close()
-        result = Result(answer, status, turn, executions, usage, time.perf_counter() - start,
-                        messages, error, described)
-        yield RunFinished(result)
+        yield RunFinished(guard.finish(Result(answer, status, turn, executions, usage,
+                                              time.perf_counter() - start, messages, error,
+                                              described)))
 
-    def _sandbox(self) -> Any:
-        """The run's sandbox, with this agent's tools: a fresh one of the chosen backend, or the
-        one passed in. Raises ``SandboxUnavailable`` when the backend cannot run here."""
+    def _sandbox(self, tools: Toolbox) -> Any:
+        """The run's sandbox, with ``tools`` (this agent's, behind the run's guard): a fresh one
+        of the chosen backend, or the one passed in. Raises ``SandboxUnavailable`` when the
+        backend cannot run here."""
         if self.sandbox is not None and not isinstance(self.sandbox, str):
-            self.sandbox.set_tools(self.toolbox)
+            self.sandbox.set_tools(tools)
             return self.sandbox
         from ..sandbox import get_sandbox
 
-        return get_sandbox(self.sandbox, tools=self.toolbox)
+        return get_sandbox(self.sandbox, tools=tools)
 
 
 def describe_sandbox(sandbox: Any) -> str:

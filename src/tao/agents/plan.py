@@ -32,7 +32,7 @@ from ..plan.planner import PlanFailed, Planner, Tally
 from ..plan.references import references, resolve
 from ..plan.schema import Plan, Step
 from ..tools.base import Tool, Toolbox, to_text
-from .base import Agent, Result, detect_language
+from .base import Agent, Result, detect_language, make_guard
 
 _END = object()
 @dataclass(slots=True)
@@ -44,6 +44,7 @@ class _Run:
     emit: Callable[[Event], None]
     tally: Tally
     pool: ThreadPoolExecutor
+    guard: Any  # the run's tao.guard Run
     remote: Any = None  # executor="ray": the RayTools that run the tool calls
     steps: dict[str, Step] = field(default_factory=dict)  # every step of every plan
     results: dict[str, Any] = field(default_factory=dict)  # values of the finished steps
@@ -70,6 +71,10 @@ class PlanExecuteAgent(Agent):
     ones), so the first tools run while the plan is still being written; ``PlanCreated`` then
     comes after those ``StepStarted``. If the reply turns out invalid part-way, the steps that
     ran are kept and the planner is asked for the rest.
+
+    ``guard``: the guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see
+    ``tao.guard``): a tool step is admitted before its ``StepStarted``; a refused one fails
+    without retries, so the planner hears why.
     """
 
     name = "plan"
@@ -80,7 +85,7 @@ class PlanExecuteAgent(Agent):
                  max_fixes: int = 2, step_timeout: float | None = None,
                  retry_backoff: float = 0.5, stream_plan: bool = False,
                  language: str | None = None, system_prompt: str | None = None,
-                 ray_options: dict[str, Any] | None = None):
+                 ray_options: dict[str, Any] | None = None, **guard: Any):
         if executor not in ("async", "ray"):
             raise ValueError(f"executor={executor!r} is not available; use 'async' or 'ray'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
@@ -108,6 +113,7 @@ class PlanExecuteAgent(Agent):
         self.stream_plan = stream_plan
         self.language = language
         self.system_prompt = system_prompt
+        self.guard = make_guard(guard)
 
     async def stream(self, task: str) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -125,17 +131,21 @@ class PlanExecuteAgent(Agent):
     async def _run(self, task: str, emit: Callable[[Event], None]) -> None:
         start = time.perf_counter()
         lang = self.language or detect_language(task)
-        run = _Run(task, lang if lang in ("zh", "en") else "en", emit, Tally(), _pool(self.concurrency))
+        lang = lang if lang in ("zh", "en") else "en"
+        guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox)
+        guard.emit = emit
+        run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
         if self.executor == "ray":
             from ..plan.ray_executor import RayTools
 
             run.remote = RayTools(self.toolbox, self.ray_options)
-        planner = Planner(self.model, self.toolbox, emit, run.tally, lang=run.lang,
+        planner = Planner(guard.wrap(self.model), self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
                           system_prompt=self.system_prompt)
         executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
                             emit, concurrency=self.concurrency, max_retries=self.max_retries,
-                            backoff=self.retry_backoff, timeout=self.step_timeout)
+                            backoff=self.retry_backoff, timeout=self.step_timeout,
+                            gate=(lambda step, args: self._gate(run, step, args)) if guard.active else None)
         answer, status, error = None, "error", None
         emit(RunStarted(task, self.name, self.model.name))
         try:
@@ -171,8 +181,8 @@ class PlanExecuteAgent(Agent):
             error = str(e) if isinstance(e, PlanFailed) else f"{type(e).__name__}: {e}"
             emit(Error(error, run.tally.turns))
         t = run.tally
-        emit(RunFinished(Result(answer, status, t.turns, t.tool_calls, t.usage,
-                                time.perf_counter() - start, planner.messages, error)))
+        emit(RunFinished(guard.finish(Result(answer, status, t.turns, t.tool_calls, t.usage,
+                                             time.perf_counter() - start, planner.messages, error))))
 
     async def _first_plan(self, planner: Planner, executor: Executor,
                           run: _Run) -> tuple[Plan, dict[str, Outcome] | None]:
@@ -200,25 +210,39 @@ class PlanExecuteAgent(Agent):
         return await planner.repair(run.task, problems, done, troubles, run.results), None
 
     # -- running one step -----------------------------------------------------------------
+    async def _gate(self, run: _Run, step: Step, args: Any) -> Any:
+        """A tool step's args as the guard admits them, or the ``Attempt`` refusing it."""
+        admitted = await run.guard.vet(ToolCall(step.id, step.tool, args), self.toolbox[step.tool])
+        if isinstance(admitted, ToolCall):
+            return admitted.arguments
+        return Attempt(False, admitted.content, retry=False)
+
     async def _run_step(self, run: _Run, step: Step, payload: Any) -> Attempt:
         if step.tool is None:
             return await self._run_agent_step(run, step, payload)
         tool = self.toolbox[step.tool]
         run.tally.tool_calls += 1
+        door = run.guard if run.guard.active else None
+        call = ToolCall(f"{step.id}", step.tool, payload)
+        if door is not None and (run.remote is not None or isinstance(tool, AgentTool)):
+            admitted = await door.admit(call, tool)  # what the gate decided; no door of its own
+            if not isinstance(admitted, ToolCall):
+                return Attempt(False, admitted.content, retry=False)
+            call = admitted
         if isinstance(tool, AgentTool):
             try:
-                task = tool.validate(payload)["task"]
+                task = tool.validate(call.arguments)["task"]
             except ValueError as e:
                 return Attempt(False, f"Error: {e}", retry=False)
             return await self._nested(run, step.id, tool.stream(task, step.id), tool.name)
-        call = ToolCall(f"{step.id}", step.tool, payload)
         if run.remote is not None:
-            res = await run.remote.execute(step.tool, payload)
+            res = await run.remote.execute(step.tool, call.arguments)
+            res = door.after(call, tool, res) if door is not None else res
         elif tool.is_async():
-            res = await self.toolbox.execute(call)
+            res = await self.toolbox.execute(call, run=door)
         else:  # our own pool: as many threads as steps may run at once
             loop = asyncio.get_running_loop()
-            res = await loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call)
+            res = await loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call, door)
         return Attempt(not res.is_error, res.content, res.value, retry=res.retryable)
 
     async def _run_agent_step(self, run: _Run, step: Step, instruction: str) -> Attempt:
@@ -265,11 +289,11 @@ def _pool(size: int) -> ThreadPoolExecutor:
         return _POOLS[size]
 
 
-def _execute_sync(toolbox: Toolbox, call: ToolCall) -> Any:
+def _execute_sync(toolbox: Toolbox, call: ToolCall, door: Any = None) -> Any:
     """Run a sync tool's call in a pool thread with the Toolbox's own validation and error
     handling. Without a tool timeout the Toolbox runs a sync tool inline and never awaits, so the
     coroutine is driven to its end by one ``send`` (20 µs; ``asyncio.run`` costs 0.4 ms a call)."""
-    coro = toolbox.execute(call)
+    coro = toolbox.execute(call, run=door)  # the gate decided already: it does not suspend
     if toolbox[call.name].timeout is not None:  # wait_for + to_thread inside: needs a loop
         return asyncio.run(coro)
     try:

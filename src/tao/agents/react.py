@@ -13,28 +13,31 @@ from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.base import Tool, Toolbox
-from .base import Agent, Result, detect_language
+from .base import Agent, Result, detect_language, make_guard
 from .protocols import JsonProtocol, TextProtocol, ToolsProtocol
 
 PROTOCOLS = {"tools": ToolsProtocol, "text": TextProtocol, "json": JsonProtocol}
 
 
 class ReActAgent(Agent):
-    """``ReActAgent(model, tools, protocol="tools"|"text"|"json", max_turns=10, system_prompt=None)``.
+    """``ReActAgent(model, tools, protocol="tools"|"text"|"json", max_turns=10, system_prompt=None,
+    **guard)``.
 
     One turn is one model call. ``protocol="tools"`` uses native function calling (several calls
     in a turn run concurrently); ``"text"`` uses the seed 001 Thought/Action/Observation text -
     and seed 002's ``Action: write_file【path】`` + fenced block when a tool takes a long text -
     parsed tolerantly; ``"json"`` seed 003's ``{"thought", "action", "action_input"}`` object.
     Replies the protocol cannot use get a corrective observation and the loop goes on. ``language``
-    ("zh"/"en") picks the prompt; by default it follows the task.
+    ("zh"/"en") picks the prompt; by default it follows the task. ``guard``: the guardrails'
+    keywords (``allow= deny= approve= audit= max_tokens= max_cost= max_seconds= max_tool_calls=
+    max_repeats=`` ..., see ``tao.guard``).
     """
 
     name = "react"
 
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  protocol: Literal["tools", "text", "json"] = "tools", max_turns: int = 10,
-                 system_prompt: str | None = None, language: str | None = None):
+                 system_prompt: str | None = None, language: str | None = None, **guard: Any):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be 'tools', 'text' or 'json', not {protocol!r}")
         if max_turns < 1:
@@ -45,6 +48,7 @@ class ReActAgent(Agent):
         self.max_turns = max_turns
         self.system_prompt = system_prompt
         self.language = language
+        self.guard = make_guard(guard)
         if protocol != "tools":
             self.name = f"react-{protocol}"
 
@@ -52,7 +56,9 @@ class ReActAgent(Agent):
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         proto, toolbox = self.protocol, self.toolbox
-        system = self.system_prompt or proto.system_prompt(lang, toolbox)
+        guard = self.guard.start(task, self.name, self.model.name, lang, toolbox)
+        model, door = guard.wrap(self.model), toolbox.bind(guard)  # both doors, guarded
+        system = (self.system_prompt or proto.system_prompt(lang, toolbox)) + guard.system_note()
         messages = [Message.system(system), Message.user(task)]
         kwargs = proto.model_kwargs(self.model, toolbox, lang)
         usage, n_calls, turn = Usage(), 0, 0
@@ -65,7 +71,7 @@ class ReActAgent(Agent):
                 turn += 1
                 yield TurnStarted(turn)
                 response = None
-                async for chunk in proto.stream(self.model, messages, kwargs):
+                async for chunk in proto.stream(model, messages, kwargs):
                     if type(chunk) is str:
                         yield TokenDelta(chunk, turn)
                     elif type(chunk) is ModelResponse:
@@ -85,9 +91,11 @@ class ReActAgent(Agent):
                     messages.append(step.correction)
                     yield Error(step.error, turn, recoverable=True)
                     continue
+                async for event in guard.gate(step.calls, toolbox):  # approvals before Actions
+                    yield event
                 for call in step.calls:
-                    yield Action(call, turn)
-                results = await toolbox.execute_all(step.calls)
+                    yield Action(guard.shown(call), turn)
+                results = await door.execute_all(step.calls)
                 n_calls += len(step.calls)
                 for call, res in zip(step.calls, results):
                     try:
@@ -102,6 +110,5 @@ class ReActAgent(Agent):
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)
-        result = Result(answer, status, turn, n_calls, usage, time.perf_counter() - start,
-                        messages, error)
-        yield RunFinished(result)
+        yield RunFinished(guard.finish(Result(answer, status, turn, n_calls, usage,
+                                              time.perf_counter() - start, messages, error)))

@@ -47,6 +47,7 @@ class Outcome:
 
 
 RunStep = Callable[[Step, Any, int], Awaitable[Attempt]]
+Gate = Callable[[Step, Any], Awaitable[Any]]
 """``run_step(step, payload, attempt)``: payload is the resolved args of a tool step, or the
 resolved instruction of a step-agent step."""
 
@@ -56,12 +57,13 @@ class Executor:
 
     ``timeout`` bounds each attempt (seconds); a timed-out attempt counts as failed and is
     retried. Backoff before retry n is ``backoff * 2**(n-1)`` (capped at ``backoff_max``) with
-    ±20 % jitter.
+    ±20 % jitter. ``gate(step, args)``: for a tool step, before ``StepStarted`` - the args to
+    run (maybe edited) or the ``Attempt`` that refuses it (the guard's policy and approval).
     """
 
     def __init__(self, run_step: RunStep, emit: Callable[[Event], None], *, concurrency: int = 8,
                  max_retries: int = 3, backoff: float = 0.5, backoff_max: float = 8.0,
-                 timeout: float | None = None):
+                 timeout: float | None = None, gate: Gate | None = None):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if max_retries < 0:
@@ -73,6 +75,7 @@ class Executor:
         self.backoff = backoff
         self.backoff_max = backoff_max
         self.timeout = timeout
+        self.gate = gate
         self.sleep = asyncio.sleep
 
     async def run(self, steps: Sequence[Step], results: dict[str, Any]) -> dict[str, Outcome]:
@@ -117,6 +120,10 @@ class Executor:
                 shown = {"instruction": payload}
         except KeyError as e:  # the validator rules this out; never crash the run on it
             return Attempt(False, f"Error: {step.id} uses ${e.args[0]}, which has no result", retry=False)
+        if self.gate is not None and step.tool is not None:  # decided before it is shown
+            payload = shown = await self.gate(step, payload)
+            if isinstance(payload, Attempt):
+                return payload
         self.emit(StepStarted(step.id, step.description, step.tool, shown, attempt))
         try:
             work = self.run_step(step, payload, attempt)

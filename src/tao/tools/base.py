@@ -45,13 +45,21 @@ class Tool:
     """A tool. Subclass it and define ``name``, ``description``, an ``Args`` pydantic model and
     ``run(**args)`` (sync or async) - or use ``@tool`` on a function.
 
-    ``timeout`` (seconds) bounds async tools and sync tools run in a thread.
+    ``timeout`` (seconds) bounds async tools and sync tools run in a thread. The guardrails
+    (``tao.guard``) read ``requires_approval`` (``True`` or a predicate on the arguments dict),
+    ``high_risk`` (needs approval once untrusted content was read in the run),
+    ``untrusted_output`` (its output is fenced as data and taints the run) and ``secret``
+    (argument names whose values never reach the audit log).
     """
 
     name: str = ""
     description: str = ""
     Args: Any = None  # a pydantic BaseModel subclass describing the arguments
     timeout: float | None = None
+    requires_approval: bool | Callable[[dict[str, Any]], bool] = False
+    high_risk: bool = False
+    untrusted_output: bool = False
+    secret: tuple[str, ...] = ()
 
     def run(self, **kwargs: Any) -> Any:  # pragma: no cover - subclasses override
         raise NotImplementedError(f"tool {self.name!r} does not implement run()")
@@ -130,8 +138,14 @@ class FunctionTool(Tool):
     """A tool made from a plain function by ``@tool``."""
 
     def __init__(self, fn: Callable[..., Any], name: str | None = None,
-                 description: str | None = None, timeout: float | None = None):
+                 description: str | None = None, timeout: float | None = None, **marks: Any):
         self.fn = fn
+        for key, value in marks.items():  # requires_approval, high_risk, untrusted_output, secret
+            if key not in _MARKS:
+                raise TypeError(f"@tool got an unexpected keyword argument {key!r}")
+            if key == "requires_approval" and not (isinstance(value, bool) or callable(value)):
+                raise TypeError("requires_approval must be True/False or a predicate on the arguments")
+            setattr(self, key, tuple(value) if key == "secret" else value)
         self.name = name or fn.__name__
         for param in inspect.signature(fn).parameters.values():  # a user error: say so at once
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -191,8 +205,11 @@ def _model_from_signature(fn: Callable[..., Any], name: str, doc: str) -> Any:
     return create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
 
 
+_MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret")
+
+
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None, timeout: float | None = None) -> Any:
+         description: str | None = None, timeout: float | None = None, **marks: Any) -> Any:
     """Make a function a tool. The argument schema comes from the type hints, the description and
     per-parameter descriptions from the docstring (Google, reST or numpy style)::
 
@@ -205,10 +222,13 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
                 b: the second number
             '''
             return a + b
+
+    ``requires_approval=True`` (or ``=lambda args: "rm" in args["command"]``), ``high_risk``,
+    ``untrusted_output`` and ``secret=("password",)`` are the guardrails' marks (see ``Tool``).
     """
     if fn is None:
-        return lambda f: FunctionTool(f, name, description, timeout)
-    return FunctionTool(fn, name, description, timeout)
+        return lambda f: FunctionTool(f, name, description, timeout, **marks)
+    return FunctionTool(fn, name, description, timeout, **marks)
 
 
 def to_text(value: Any) -> str:
@@ -249,7 +269,11 @@ def _int_text(value: int) -> str:
 
 
 class Toolbox:
-    """The registry an agent calls tools through."""
+    """The registry an agent calls tools through. ``bind(run)`` gives the same tools with a
+    run's guard (``tao.guard.run.Run``) on the door: every call is admitted by it (policy,
+    approval, budgets) before it runs and passed through it after (untrusted output, audit)."""
+
+    _run: Any = None
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()):
         self._tools: dict[str, Tool] = {}
@@ -288,10 +312,34 @@ class Toolbox:
     def specs(self) -> list[ToolSpec]:
         return [t.spec for t in self._tools.values()]
 
-    async def execute(self, call: ToolCall, *, in_thread: bool = False) -> ToolResult:
+    def bind(self, run: Any) -> Toolbox:
+        """These tools behind ``run``'s guard (itself when the run's guard has nothing to do)."""
+        if run is None or not run.active:
+            return self
+        import copy
+
+        bound = copy.copy(self)
+        bound._run = run
+        return bound
+
+    async def execute(self, call: ToolCall, *, in_thread: bool = False, run: Any = None) -> ToolResult:
         """Run one call; every failure becomes an error ``ToolResult`` - also a tool raising
         ``SystemExit``, ``KeyboardInterrupt`` or another ``BaseException`` (see ``interrupts``).
-        What stops the run is the user: a real Ctrl-C, or the run's task being cancelled."""
+        What stops the run is the user: a real Ctrl-C, or the run's task being cancelled. With
+        a run's guard (``run=`` or ``bind``), a call it refuses never runs: its ``ToolResult``
+        says why; a spent budget raises ``BudgetExceeded``."""
+        run = run or self._run
+        if run is None:
+            return await self._execute(call, in_thread)
+        t = self._tools.get(call.name)
+        if t is not None and not call.parse_error:
+            admitted = await run.admit(call, t)
+            if isinstance(admitted, ToolResult):
+                return admitted
+            call = admitted
+        return run.after(call, t, await self._execute(call, in_thread))
+
+    async def _execute(self, call: ToolCall, in_thread: bool) -> ToolResult:
         start = time.perf_counter()
         t = self._tools.get(call.name)
         if t is None:

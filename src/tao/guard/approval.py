@@ -1,0 +1,154 @@
+"""Human approval: what a gated call asks, what comes back, and who answers.
+
+An approver answers a batch (the gated calls of one turn, asked together): ``approve=callback``
+gets one ``ApprovalRequest`` at a time and returns ``True``/``False`` or a ``Decision``
+(``Decision.reject("why")``, ``Decision.edit({...})``); an object with ``decide(requests)`` gets
+the batch. ``approve=None`` asks on the terminal when stdin is one, and otherwise rejects with a
+message saying why (CI must never hang on a prompt no one sees).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .. import prompts
+from ..safe_json import dumps
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str  # why it needs approval, in the run's language
+    digest: str  # SHA-256 of tool + arguments: the decision is bound to it
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``approved``, ``rejected`` (``reason`` goes to the model) or ``edited`` (runs with
+    ``arguments``; the model is told). ``digest``, when set, must be the request's."""
+
+    verdict: Literal["approved", "rejected", "edited"]
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+    digest: str | None = None
+    by: str = "callback"
+
+    @classmethod
+    def approve(cls, digest: str | None = None) -> Decision:
+        return cls("approved", digest=digest)
+
+    @classmethod
+    def reject(cls, reason: str = "", digest: str | None = None) -> Decision:
+        return cls("rejected", reason, digest=digest)
+
+    @classmethod
+    def edit(cls, arguments: dict[str, Any], digest: str | None = None) -> Decision:
+        if not isinstance(arguments, dict):
+            raise TypeError(f"Decision.edit takes a dict of arguments, not {type(arguments).__name__}")
+        return cls("edited", arguments=dict(arguments), digest=digest)
+
+
+def _normal(value: Any, request: ApprovalRequest, by: str, lang: str) -> Decision:
+    """A decision bound to ``request``: True/False/None read as approve/reject; a decision made
+    for another digest is a rejection."""
+    if isinstance(value, Decision):
+        if value.digest is not None and value.digest != request.digest:
+            return Decision("rejected", prompts.table("guard")[lang]["stale"], None, request.digest, by)
+        return Decision(value.verdict, value.reason, value.arguments, request.digest,
+                        value.by if value.by != "callback" else by)
+    if isinstance(value, bool):
+        return Decision("approved" if value else "rejected", digest=request.digest, by=by)
+    raise TypeError(f"an approver returns True, False or a Decision, not {value!r}")
+
+
+async def decide(approver: Any, requests: Sequence[ApprovalRequest], lang: str) -> list[Decision]:
+    """Ask ``approver`` about ``requests`` (one batch); one bound decision per request. An
+    approver that raises is the user's bug and ends the run."""
+    if approver is None:
+        approver = TerminalApprover(lang) if _interactive() else AutoReject(
+            prompts.table("guard")[lang]["auto_reject"])
+    by = getattr(approver, "by", "callback")
+    if hasattr(approver, "decide"):
+        values = approver.decide(list(requests))
+        values = await values if inspect.isawaitable(values) else values
+    else:
+        values = []
+        for r in requests:
+            v = approver(r)
+            values.append(await v if inspect.isawaitable(v) else v)
+    if len(values) != len(requests):
+        raise ValueError(f"the approver gave {len(values)} decisions for {len(requests)} requests")
+    return [_normal(v, r, by, lang) for v, r in zip(values, requests)]
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):  # closed or detached
+        return False
+
+
+class AutoReject:
+    """Rejects every call with ``reason`` (the non-interactive default)."""
+
+    by = "auto"
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
+        return [Decision.reject(self.reason) for _ in requests]
+
+
+class TerminalApprover:
+    """Asks on the terminal: the batch listed together, then y / n (and a reason) / e (new JSON
+    arguments) for each. Reads in a thread, so the other steps of a plan keep running."""
+
+    by = "terminal"
+
+    def __init__(self, lang: str = "en", read: Any = None, write: Any = None):
+        self.t = prompts.table("guard")[lang if lang == "zh" else "en"]
+        self.read = read or input
+        self.write = write or (lambda s: print(s, file=sys.stderr, flush=True))
+
+    async def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
+        import asyncio
+
+        return await asyncio.to_thread(self._ask_all, requests)
+
+    def _ask_all(self, requests: list[ApprovalRequest]) -> list[Decision]:
+        t = self.t
+        self.write(prompts.render(t["ask_header"], n=str(len(requests))))
+        for i, r in enumerate(requests, 1):
+            self.write(prompts.render(t["ask_one"], i=str(i), tool=r.tool,
+                                      arguments=dumps(r.arguments), reason=r.reason))
+        return [self._ask(i, r) for i, r in enumerate(requests, 1)]
+
+    def _ask(self, i: int, r: ApprovalRequest) -> Decision:
+        from ..safe_json import loads
+
+        while True:
+            try:
+                answer = self.read(prompts.render(self.t["ask"], i=str(i), tool=r.tool))
+            except EOFError:
+                return Decision.reject(prompts.table("guard")["en"]["auto_reject"])
+            answer = answer.strip().lower()
+            if answer in ("y", "yes", "是"):
+                return Decision.approve()
+            if answer in ("n", "no", "否"):
+                return Decision.reject(self.read(self.t["ask_reason"]).strip())
+            if answer in ("e", "edit", "改"):
+                text = self.read(self.t["ask_edit"])
+                try:
+                    value = loads(text)
+                    if not isinstance(value, dict):
+                        raise ValueError("not an object")
+                    return Decision.edit(value)
+                except ValueError as e:
+                    self.write(prompts.render(self.t["bad_edit"], error=str(e)))

@@ -1,0 +1,97 @@
+"""Which calls may run: allow/deny lists, approval rules, high-risk tools after untrusted content.
+
+A rule is the tool's own (``@tool(requires_approval=..., high_risk=..., untrusted_output=...)``)
+or the agent's (``require_approval=``, ``high_risk=``, ``untrusted=`` by tool name), so the tools
+a user did not write (the workspace's ``run_command``) can be gated too. A predicate that raises
+asks for approval: a rule that cannot be evaluated fails closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..safe_json import dumps
+
+Rule = bool | Callable[[dict[str, Any]], bool]
+
+
+def digest(name: str, arguments: Any) -> str:
+    """SHA-256 of the tool name and its arguments in canonical JSON: what an approval is bound
+    to, so a decision shown one call can never let a different one run."""
+    text = name + "\x00" + dumps(arguments, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def matches(pattern: str, *params: str) -> Callable[[dict[str, Any]], bool]:
+    """A ``requires_approval`` predicate: true when ``pattern`` (a regex) is found in any of
+    ``params`` (all string arguments when none are named), e.g.
+    ``matches(r"\\b(rm|curl|sudo)\\b", "command")``."""
+    rx = re.compile(pattern)
+
+    def predicate(args: dict[str, Any]) -> bool:
+        values = [args.get(p) for p in params] if params else list(args.values())
+        return any(isinstance(v, str) and rx.search(v) for v in values)
+
+    predicate.__name__ = f"matches({pattern!r})"
+    return predicate
+
+
+def _names(value: Iterable[str] | str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return frozenset(n.strip() for n in value.split(",") if n.strip())
+    return frozenset(value)
+
+
+class Policy:
+    """``allow``: the only tools that may run (None: all); ``deny``: tools that never run;
+    ``require_approval``: tool names, or ``{name: True | predicate}``; ``high_risk``: tools that
+    need approval once untrusted content was read in the run; ``untrusted``: tools whose output
+    is untrusted."""
+
+    def __init__(self, allow: Iterable[str] | str | None = None, deny: Iterable[str] | str = (),
+                 require_approval: Iterable[str] | Mapping[str, Rule] | str = (),
+                 high_risk: Iterable[str] | str = (), untrusted: Iterable[str] | str = ()):
+        self.allow = _names(allow)
+        self.deny = _names(deny) or frozenset()
+        if isinstance(require_approval, Mapping):
+            self.require: dict[str, Rule] = dict(require_approval)
+        else:
+            self.require = dict.fromkeys(_names(require_approval) or (), True)
+        for name, rule in self.require.items():
+            if not (isinstance(rule, bool) or callable(rule)):
+                raise TypeError(f"require_approval[{name!r}] must be True/False or a predicate")
+        self.high_risk = _names(high_risk) or frozenset()
+        self.untrusted = _names(untrusted) or frozenset()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.allow is not None or self.deny or self.require or self.high_risk)
+
+    def check(self, name: str, tool: Any, arguments: dict[str, Any], tainted: bool
+              ) -> tuple[str, str]:
+        """``("run", "")``, ``("not_allowed" | "denied", "")`` or ``("ask", why)``, where ``why``
+        keys ``prompts/guard.toml``."""
+        if name in self.deny:
+            return "denied", ""
+        if self.allow is not None and name not in self.allow:
+            return "not_allowed", ""
+        rule = self.require.get(name, getattr(tool, "requires_approval", False))
+        if rule is True:
+            return "ask", "why_rule"
+        if callable(rule):
+            try:
+                if rule(dict(arguments)):
+                    return "ask", "why_match"
+            except Exception:  # noqa: BLE001 - a rule that cannot be evaluated fails closed
+                return "ask", "why_match"
+        if tainted and (name in self.high_risk or getattr(tool, "high_risk", False)):
+            return "ask", "why_tainted"
+        return "run", ""
+
+    def is_untrusted(self, name: str, tool: Any) -> bool:
+        return name in self.untrusted or bool(getattr(tool, "untrusted_output", False))
