@@ -8,7 +8,8 @@ interleaved rounds (each round: ``--calls`` calls of every variant, in turn) and
 the rounds' per-call means is reported, so a background load that comes and goes hits every
 variant alike. The log is written under ``--dir`` (default: a temporary folder in the working
 directory, i.e. on the disk the user's data directory is on, not a tmpfs), where an fsync is a
-real flush to the device. Also reports ``verify`` throughput on the log written.
+real flush to the device. Also reports ``verify`` throughput on the log written, and appends per
+second with 4 processes writing one log at once.
 
     python benchmarks/guard_overhead.py [--rounds 15] [--calls 200] [--dir .]
 """
@@ -118,6 +119,31 @@ def verify_speed(path: Path) -> tuple[int, float]:
     return report.lines, time.perf_counter() - start
 
 
+WRITER = """
+import sys
+from tao.guard.audit import AuditLog
+log = AuditLog(sys.argv[1], fsync=sys.argv[3] == "1")
+for i in range(int(sys.argv[2])):
+    log.append({"kind": "tool.call", "tool": "add", "arguments": {"a": i, "b": 1}, "status": "ok"})
+"""
+
+
+def processes(folder: Path, n: int, each: int, fsync: bool) -> float:
+    """Appends per second with ``n`` processes appending ``each`` lines at once to one log
+    (interpreter start included: the figure is a floor)."""
+    import subprocess
+
+    path = folder / f"procs-{fsync}.jsonl"
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(each), "1" if fsync else "0"])
+             for _ in range(n)]
+    assert all(p.wait() == 0 for p in procs)
+    seconds = time.perf_counter() - start
+    report = verify(path)
+    assert report.ok and report.lines == n * each, report.message()
+    return n * each / seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -130,6 +156,7 @@ def main() -> None:
         results = asyncio.run(measure(args.rounds, args.calls, folder))
         lines, seconds = verify_speed(folder / "nofsync.jsonl")
         size = (folder / "nofsync.jsonl").stat().st_size
+        shared = {fsync: processes(folder, 4, 500, fsync) for fsync in (False, True)}
 
     base = results["Toolbox.execute (today)"]
     print(f"guard overhead per tool call: {args.rounds} rounds x {args.calls} calls per variant, "
@@ -142,6 +169,8 @@ def main() -> None:
         print("(guard: tao.guard.run.Guard / Toolbox.bind are not in this checkout yet)")
     print(f"verify: {lines} lines ({size / lines:.0f} bytes each) in {seconds * 1e3:.1f} ms "
           f"= {lines / seconds:,.0f} lines/s")
+    print(f"4 processes x 500 appends to one log, verified after: {shared[False]:,.0f} appends/s "
+          f"fsync off, {shared[True]:,.0f} appends/s fsync on")
 
 
 if __name__ == "__main__":
