@@ -125,6 +125,8 @@ class AuditLog:
                 _write_all(fd, out + line + b"\n")
                 if self.fsync:
                     os.fsync(fd)
+                    if seq == 0:  # a new file: its name must survive a power cut too
+                        _fsync_dir(self.path.parent)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         return entry
@@ -141,6 +143,14 @@ class AuditLog:
         except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             return _Fd(os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600))
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class _Fd(int):
