@@ -84,3 +84,15 @@ def test_a_writer_killed_inside_a_large_write(tmp_path):
         assert report.torn_bytes > 0
     AuditLog(path).append({"kind": "run_end"})
     assert verify(path).ok and not verify(path).torn_tail
+
+
+def test_threads_and_two_logs_on_one_file_in_one_process(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "audit.jsonl"
+    logs = [AuditLog(path, fsync=False), AuditLog(path, fsync=False)]  # two open files, one lock
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda k: [logs[k % 2].append({"kind": "tool.call", "t": k, "n": i})
+                                 for i in range(200)], range(4)))
+    report = verify(path)
+    assert report.ok and report.lines == 800
