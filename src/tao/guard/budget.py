@@ -76,7 +76,10 @@ class Budget:
 
     @property
     def meters_model(self) -> bool:
-        return self.max_tokens is not None or self.max_cost is not None or self.max_seconds is not None
+        """Whether the model door has a budget to check (a spent tool-call budget too stops
+        the next model call, so that a CodeAct run whose code hit it ends there)."""
+        return any(v is not None for v in (self.max_tokens, self.max_cost, self.max_seconds,
+                                           self.max_tool_calls, self.max_repeats))
 
     def price(self, model: str) -> tuple[float, float]:
         found = price_of(model, self.prices)

@@ -75,7 +75,7 @@ class Run:
         b = self.budget
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
         self.active = bool(self.policy.active or guard.audit or b.max_tool_calls or b.max_repeats
-                           or b.max_seconds or any(_marks(t) for t in tools))
+                           or b.meters_model or any(_marks(t) for t in tools))
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
         self.start = time.monotonic()
         self.deadline = self.start + b.max_seconds if b.max_seconds else None
