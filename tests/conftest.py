@@ -48,3 +48,11 @@ def local_model():
     from tao.models.local import LocalModel
 
     return LocalModel()
+
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory, monkeypatch):
+    """The CLI writes its audit log (and chat history) in the user data directory: in tests,
+    a fresh one, never the real ``~/.local/share/tao``."""
+    if "TAO_DATA_DIR" not in os.environ:
+        monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path_factory.mktemp("data")))

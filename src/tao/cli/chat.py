@@ -26,8 +26,11 @@ import typer
 from ..errors import TaoError
 from ..lang import detect_language
 from ..messages import Message
-from .common import (ASK, DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, ModelOpt, TimeoutOpt, ToolsOpt,
-                     app, data_dir, fail, locale_language, pkg, settings)
+from .common import (ASK, DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
+                     DenyOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
+                     MaxTokensOpt, MaxToolCallsOpt, ModelOpt, NoAuditOpt, TimeoutOpt, ToolsOpt,
+                     UntrustedOpt, app, data_dir, fail, guard_options, locale_language, pkg,
+                     settings)
 
 AGENTS = [k.value for k in AgentKind]
 TEXTS = {
@@ -62,7 +65,7 @@ class ChatSession:
 
     def __init__(self, model: Any, model_spec: str, *, agent: str = "react", tools: Any = None,
                  max_turns: int = 10, timeout: float = DEFAULT_TIMEOUT_S, console: Any = None,
-                 language: str | None = None):
+                 language: str | None = None, guard: dict[str, Any] | None = None):
         from rich.console import Console
 
         self.model, self.model_spec = model, model_spec
@@ -71,6 +74,7 @@ class ChatSession:
         self.console = console if console is not None else Console()
         self.language = language or locale_language()
         self.history: list[Any] = []
+        self.guard = guard or {}  # the guardrails of every answer (budgets count per answer)
 
     @property
     def t(self) -> dict[str, str]:
@@ -135,7 +139,8 @@ class ChatSession:
         sink = None
         try:
             model = WithHistory(self.model, list(self.history), question)
-            runner = pkg().build_agent(self.agent, model, self.max_turns, tools=self.tools)
+            runner = pkg().build_agent(self.agent, model, self.max_turns, tools=self.tools,
+                                       **({"guard": self.guard} if self.guard else {}))
             if self.agent == "plan":
                 from ..sinks.plan_view import PlanView
 
@@ -227,6 +232,11 @@ def chat_command(
     max_turns: Annotated[int, typer.Option("--max-turns", min=1,
                                            help="Turn budget of each answer.")] = 10,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    allow: AllowOpt = None, deny: DenyOpt = None, require_approval: ApprovalOpt = None,
+    untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
+    no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
+    max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
+    max_repeats: MaxRepeatsOpt = None,
 ) -> None:
     """Talk to an agent: each line is a task, answered with the conversation so far.
 
@@ -238,8 +248,12 @@ def chat_command(
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
+    guard = guard_options(allow=allow, deny=deny, require_approval=require_approval,
+                          untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
+                          max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
+                          max_tool_calls=max_tool_calls, max_repeats=max_repeats)
     session = ChatSession(chosen, s.model, agent=s.agent, tools=s.tools, max_turns=s.max_turns,
-                          timeout=s.timeout)
+                          timeout=s.timeout, guard=guard)
     lines = _LineHistory()
     try:
         session.loop()

@@ -20,9 +20,11 @@ import typer
 
 from ..errors import TaoError
 from ..lang import detect_language
-from .common import (ASK, DEFAULT_TIMEOUT_S, ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt, app,
-                     fail, is_config_error, locale_language, open_trace, pkg, read_task,
-                     settings)
+from .common import (ASK, DEFAULT_TIMEOUT_S, AllowOpt, ApprovalOpt, AuditOpt, DenyOpt,
+                     HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt, MaxTokensOpt,
+                     MaxToolCallsOpt, ModelOpt, NoAuditOpt, TaskArg, TaskFileOpt, TimeoutOpt,
+                     UntrustedOpt, app, fail, guard_options, is_config_error, locale_language,
+                     open_trace, pkg, read_task, settings)
 
 SANDBOXES = ("bwrap", "subprocess", "docker", "none")
 
@@ -49,11 +51,21 @@ def ask_task(language: str) -> str:
             return task
 
 
-def build_coder(model: Any, workspace: Any, max_turns: int = 15) -> Any:
-    """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol."""
-    from ..agents.react import ReActAgent
+#: what ``tao code`` asks about by default: commands that delete, fetch or take root
+DANGEROUS = r"\b(rm|rmdir|curl|wget|sudo|su|chmod|chown|dd|mkfs|shutdown|reboot)\b"
 
-    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns)
+
+def build_coder(model: Any, workspace: Any, max_turns: int = 15, **guard: Any) -> Any:
+    """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
+    ``run_command`` matching ``DANGEROUS`` needs approval unless ``require_approval`` is given;
+    ``guard``: the other guardrail keywords."""
+    from ..agents.react import ReActAgent
+    from ..guard import matches
+
+    names = guard.pop("require_approval", None) or ()
+    rules = {"run_command": matches(DANGEROUS, "command"), **dict.fromkeys(names, True)}
+    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
+                      require_approval=rules, **guard)
 
 
 @app.command("code")
@@ -77,6 +89,11 @@ def code_command(
         "none leaves run_command out (files only).")] = None,
     trace: Annotated[Path | None, typer.Option(
         "--trace", dir_okay=False, help="Write every event to this JSONL file.")] = None,
+    allow: AllowOpt = None, deny: DenyOpt = None, require_approval: ApprovalOpt = None,
+    untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
+    no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
+    max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
+    max_repeats: MaxRepeatsOpt = None,
 ) -> None:
     """The coding agent: writes the project TASK asks for into --workspace, file by file.
 
@@ -89,6 +106,10 @@ def code_command(
                                  param_hint="'--sandbox'")
     s = settings(ctx, tools=tools, workspace=workspace, model=model, max_turns=max_turns,
                  timeout=timeout)
+    guard = guard_options(allow=allow, deny=deny, require_approval=require_approval,
+                          untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
+                          max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
+                          max_tool_calls=max_tool_calls, max_repeats=max_repeats)
     task = read_task(task, task_file) if task is not None or task_file is not None \
         else ask_task(locale_language())
     language = detect_language(task)
@@ -104,11 +125,11 @@ def code_command(
         if trace is not None:
             sinks.append(open_trace(trace))
         try:
-            result = build_coder(chosen, ws, s.max_turns).run(task, sinks)
+            result = build_coder(chosen, ws, s.max_turns, **guard).run(task, sinks)
         except KeyboardInterrupt:
             view.interrupted()
             code = 130
-        except TaoError as e:
+        except (TaoError, ValueError, OSError) as e:
             raise fail(f"error: {e}", 2) from None
         else:
             code = 0 if result.ok else 2 if is_config_error(result.error) else 1

@@ -221,6 +221,66 @@ ToolsOpt = Annotated[list[str] | None, typer.Option(
     "at the top level of a .py file or an importable module, or only its attribute NAME (a "
     "tool, a Toolbox or a list of tools). Repeat it for more.")]
 
+# -- guardrails (tao.guard): the same flags on run, code and chat ---------------------------------
+_NAMES = dict(metavar="TOOL[,TOOL]", show_default=False)
+AllowOpt = Annotated[list[str] | None, typer.Option(
+    "--allow", **_NAMES, help="Only these tools may run (repeat or comma-separate).")]
+DenyOpt = Annotated[list[str] | None, typer.Option(
+    "--deny", **_NAMES, help="These tools never run; the model is told so.")]
+ApprovalOpt = Annotated[list[str] | None, typer.Option(
+    "--require-approval", **_NAMES, help="Ask before each call of these tools: y / n / e(dit) "
+    "on a terminal; rejected with a message when stdin is not one.")]
+UntrustedOpt = Annotated[list[str] | None, typer.Option(
+    "--untrusted", **_NAMES, help="These tools' output is untrusted: fenced as data, and after it "
+    "the --high-risk tools need approval.")]
+HighRiskOpt = Annotated[list[str] | None, typer.Option(
+    "--high-risk", **_NAMES, help="Tools that need approval once untrusted output was read.")]
+AuditOpt = Annotated[Path | None, typer.Option(
+    "--audit", metavar="FILE", dir_okay=False, show_default=False,
+    help="The audit log (hash-chained JSONL) of every tool call, approval and run; default: "
+    "audit.jsonl in the user data directory ($TAO_DATA_DIR).")]
+NoAuditOpt = Annotated[bool, typer.Option("--no-audit", help="Write no audit log.")]
+MaxTokensOpt = Annotated[int | None, typer.Option(
+    "--max-tokens", min=1, show_default=False, help="Token budget of the run (prompt + completion).")]
+MaxCostOpt = Annotated[float | None, typer.Option(
+    "--max-cost", min=0, show_default=False, metavar="DOLLARS",
+    help="Cost budget, priced by the model's entry in the price table ($TAO_PRICES adds yours).")]
+MaxSecondsOpt = Annotated[float | None, typer.Option(
+    "--max-seconds", min=0, show_default=False, help="Wall-clock budget of the run.")]
+MaxToolCallsOpt = Annotated[int | None, typer.Option(
+    "--max-tool-calls", min=1, show_default=False, help="Tool-call budget of the run.")]
+MaxRepeatsOpt = Annotated[int | None, typer.Option(
+    "--max-repeats", min=1, show_default=False,
+    help="The same call (tool and arguments) may be made this many times; one more ends the run.")]
+
+
+def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = None,
+                  require_approval: list[str] | None = None, untrusted: list[str] | None = None,
+                  high_risk: list[str] | None = None, audit: Path | None = None,
+                  no_audit: bool = False, **budgets: Any) -> dict[str, Any]:
+    """The agent keywords (``tao.guard``) the guardrail flags say: the audit log is on unless
+    ``--no-audit``; a bad budget is a usage error here, before any model is paid."""
+    from ..guard.budget import Budget
+
+    def names(values: list[str] | None) -> list[str]:
+        return [n.strip() for v in values or () for n in v.split(",") if n.strip()]
+
+    options: dict[str, Any] = {k: v for k, v in budgets.items() if v is not None}
+    try:
+        Budget(**options)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    if allow:
+        options["allow"] = names(allow)
+    for key, value in (("deny", deny), ("require_approval", require_approval),
+                       ("untrusted", untrusted), ("high_risk", high_risk)):
+        if value:
+            options[key] = names(value)
+    if not no_audit:
+        options["audit"] = audit if audit is not None else True
+    return options
+
+
 __all__ = ["ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
            "ModelOpt", "Settings", "TaskArg", "TaskFileOpt", "TimeoutOpt", "ToolsOpt", "app",
-           "check_timeout", "data_dir", "fail", "is_config_error", "locale_language", "pkg", "read_task", "settings"]
+           "check_timeout", "data_dir", "fail", "guard_options", "is_config_error", "locale_language", "pkg", "read_task", "settings"]

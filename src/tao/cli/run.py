@@ -13,35 +13,43 @@ from .. import safe_json
 from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
-from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, MaxTurnsOpt, ModelOpt, TaskArg,
-                     TaskFileOpt, TimeoutOpt, ToolsOpt, app, fail, is_config_error, open_trace,
-                     pkg, read_task, settings)
+from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
+                     DenyOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
+                     MaxTokensOpt, MaxToolCallsOpt, MaxTurnsOpt, ModelOpt, NoAuditOpt, TaskArg,
+                     TaskFileOpt, TimeoutOpt, ToolsOpt, UntrustedOpt, app, fail, guard_options,
+                     is_config_error, open_trace, pkg, read_task, settings)
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
-                tools: Sequence[Any] | None = None) -> Agent:
+                tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None) -> Agent:
     """The agent ``--agent`` names with ``tools`` (default: the built-in calculators). CodeAct
     adds the seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or
-    ``$TAO_SANDBOX``."""
+    ``$TAO_SANDBOX``. ``guard``: the guardrails' keywords (``guard_options``)."""
+    from ..agents.base import make_guard
     from ..compare import build
 
     if tools is None:
         from ..tools.calculator import calculate, calculator
 
         tools = [calculate, calculator]
-    return build(getattr(agent, "value", agent), model, tools, max_turns)
+    built = build(getattr(agent, "value", agent), model, tools, max_turns)
+    if guard:
+        built.guard = make_guard(guard)
+    return built
 
 
 def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
              json_output: bool = False, trace: str | os.PathLike[str] | None = None,
              quiet: bool = False, console: Any = None,
-             tools: Sequence[Any] | None = None) -> Result:
+             tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
-    trace to ``trace`` when given. ``tools``: as for ``build_agent``. Returns the Result."""
+    trace to ``trace`` when given. ``tools``, ``guard``: as for ``build_agent``. Returns the
+    Result."""
     from ..sinks.console import ConsoleSink
 
-    runner = pkg().build_agent(agent, model, max_turns, tools=tools)
+    runner = pkg().build_agent(agent, model, max_turns, tools=tools,
+                               **({"guard": guard} if guard else {}))
     sinks: list[Any] = []
     if trace is not None:
         sinks.append(open_trace(trace))
@@ -80,6 +88,11 @@ def run_command(
     max_turns: MaxTurnsOpt = 10,
     tools: ToolsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
+    allow: AllowOpt = None, deny: DenyOpt = None, require_approval: ApprovalOpt = None,
+    untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
+    no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
+    max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
+    max_repeats: MaxRepeatsOpt = None,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
@@ -87,16 +100,21 @@ def run_command(
     tools, model, agent, max_turns and timeout; options given here win."""
     task = read_task(task, task_file)
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
+    guard = guard_options(allow=allow, deny=deny, require_approval=require_approval,
+                          untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
+                          max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
+                          max_tool_calls=max_tool_calls, max_repeats=max_repeats)
     try:
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
     try:
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
-                                json_output=json_output, trace=trace, quiet=quiet, tools=s.tools)
+                                json_output=json_output, trace=trace, quiet=quiet, tools=s.tools,
+                                guard=guard)
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
-    except TaoError as e:  # e.g. SandboxUnavailable: no sandbox backend works here
+    except (TaoError, ValueError, OSError) as e:  # no sandbox here; no price for --max-cost...
         raise fail(f"error: {e}", 2) from None
     code = 0 if result.ok else 2 if is_config_error(result.error) else 1
     if code and quiet and not json_output:

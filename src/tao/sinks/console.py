@@ -14,9 +14,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..lang import detect_language
-from ..events import (Action, CodeExecution, Error, Event, ExecutionFinished, FinalAnswer,
-                      ModelRetry, Observation, RunFinished, RunStarted, Thought, TokenDelta,
-                      TurnStarted)
+from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution, Error, Event,
+                      ExecutionFinished, FinalAnswer, ModelRetry, Observation, RunFinished,
+                      RunStarted, Thought, TokenDelta, TurnStarted)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,17 +25,22 @@ _TEXTS: dict[str, dict[str, str]] = {
     "zh": {
         "task": "任务：", "turn": "第 {n} 轮",
         "done": "完成", "max_turns": "未完成（已达轮数上限）", "error": "出错",
+        "budget": "未完成（预算用完）", "ask": "需要批准：", "approved": "已批准",
+        "rejected": "已拒绝", "edited": "已修改参数：",
         "summary": "{status}：{turns} 轮，{calls} 次{calls_word}{tokens}，{seconds:.2f} 秒",
         "tokens": "，tokens {p}+{c}",
     },
     "en": {
         "task": "Task: ", "turn": "Turn {n}",
         "done": "done", "max_turns": "stopped: turn limit reached", "error": "error",
+        "budget": "stopped: budget spent", "ask": "Approval needed: ", "approved": "approved",
+        "rejected": "rejected", "edited": "edited, runs with: ",
         "summary": "{status}: {turns} {turns_word}, {calls} {calls_word}{tokens}, {seconds:.2f} s",
         "tokens": ", tokens {p}+{c}",
     },
 }
-_STATUS_STYLE = {"done": "bold green", "max_turns": "bold yellow", "error": "bold red"}
+_STATUS_STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
+                 "error": "bold red"}
 
 
 class ConsoleSink:
@@ -175,6 +180,21 @@ class ConsoleSink:
         self._line(label, (f"({e.duration_s * 1000:.0f} ms)", "dim"))
         self._line((e.observation or e.stdout, "red" if failed else ""))
 
+    def _approval_requested(self, e: ApprovalRequested) -> None:
+        args = json.dumps(e.arguments, ensure_ascii=False, default=str)
+        self._line((self._texts["ask"], "bold yellow"), f"{e.tool} {args}", (f"  ({e.reason})", "dim"))
+
+    def _approval_decided(self, e: ApprovalDecided) -> None:
+        t = self._texts
+        if e.verdict == "edited":
+            args = json.dumps(e.arguments, ensure_ascii=False, default=str)
+            self._line((f"{e.tool}: ", "bold yellow"), (t["edited"], "yellow"), args)
+        elif e.verdict == "approved":
+            self._line((f"{e.tool}: ", "bold green"), (t["approved"], "green"), (f" ({e.by})", "dim"))
+        else:
+            why = f": {e.reason}" if e.reason else ""
+            self._line((f"{e.tool}: ", "bold red"), (t["rejected"] + why, "red"), (f" ({e.by})", "dim"))
+
     def _final_answer(self, e: FinalAnswer) -> None:
         self._line(("Final Answer: ", "bold green"), (e.text, "bold"))
 
@@ -206,4 +226,5 @@ class ConsoleSink:
         RunStarted: _run_started, TurnStarted: _turn_started, Thought: _thought, Action: _action,
         Observation: _observation, FinalAnswer: _final_answer, Error: _error,
         RunFinished: _run_finished, CodeExecution: _code, ExecutionFinished: _execution,
+        ApprovalRequested: _approval_requested, ApprovalDecided: _approval_decided,
     }

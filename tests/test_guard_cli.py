@@ -1,0 +1,139 @@
+"""The guardrail flags of ``tao run`` / ``tao code``: --deny, --require-approval with the terminal
+prompt (y / n / e on a real pty) and the auto-reject when stdin is not a terminal (a child
+process with stdin from /dev/null, as in CI), the budgets, and --audit FILE."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from cli_pty import LAUNCHER, launch
+from typer.testing import CliRunner
+
+import tao.cli as cli
+from tao import ScriptedModel, tool_call
+from tao.guard.audit import entries, verify
+
+runner = CliRunner()
+
+TOOLS = '''
+from pathlib import Path
+from tao import tool
+
+@tool(secret=("password",))
+def remove(path: str, password: str = "") -> str:
+    """Delete a file.
+
+    Args:
+        path: the file
+        password: the admin password
+    """
+    Path(path).unlink()
+    return f"removed {path}"
+'''
+
+REMOVE = ("model = ScriptedModel([tool_call('remove', path='victim.txt', password='hunter2'), "
+          "lambda m: 'done: ' + m[-1].content])")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tools.py").write_text(TOOLS)
+    (tmp_path / "victim.txt").write_text("keep me")
+    return tmp_path
+
+
+def use(monkeypatch, model):
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: model)
+
+
+def test_a_gated_call_is_rejected_when_stdin_is_not_a_terminal(project):
+    child = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, REMOVE, "run", "clean up", "--tools", "tools.py",
+         "--require-approval", "remove", "--json", "--audit", "audit.jsonl"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=project, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert (project / "victim.txt").read_text() == "keep me"
+    result = json.loads(child.stdout)
+    assert "stdin is not a terminal" in result["answer"]
+    kinds = [e["kind"] for e in entries(project / "audit.jsonl")]
+    assert kinds == ["run.start", "approval", "tool.call", "run.end"]
+    assert verify(project / "audit.jsonl").ok
+    assert "hunter2" not in (project / "audit.jsonl").read_text()
+
+
+@pytest.mark.parametrize("answer, kept", [("y", False), ("n", True)])
+def test_the_terminal_prompt_approves_or_rejects(project, answer, kept):
+    term = launch(REMOVE, ["run", "clean up", "--tools", "tools.py",
+                           "--require-approval", "remove"], cwd=project)
+    term.expect("approve? [y]es / [n]o / [e]dit")
+    term.sendline(answer)
+    if answer == "n":
+        term.expect("Reason for the model")
+        term.sendline("that file stays")
+    assert term.wait_exit() == 0
+    assert (project / "victim.txt").exists() == kept
+    shown = term.rest()  # the decision, then the observation the model read
+    assert ("rejected: that file stays" in shown) if kept else ("removed victim.txt" in shown)
+
+
+def test_the_terminal_prompt_edits_the_arguments(project):
+    (project / "other.txt").write_text("delete me")
+    term = launch(REMOVE, ["run", "clean up", "--tools", "tools.py",
+                           "--require-approval", "remove", "--audit", "audit.jsonl"], cwd=project)
+    term.expect("approve? [y]es / [n]o / [e]dit")
+    term.sendline("e")
+    term.expect("New arguments as a JSON object")
+    term.sendline('{"path": "other.txt"}')
+    assert term.wait_exit() == 0
+    assert (project / "victim.txt").exists() and not (project / "other.txt").exists()
+    [approval] = [e for e in entries(project / "audit.jsonl") if e["kind"] == "approval"]
+    assert approval["decision"] == "edited" and approval["by"] == "terminal"
+
+
+def test_deny_and_budget_flags(project, monkeypatch):
+    use(monkeypatch, ScriptedModel([tool_call("remove", path="victim.txt"), "ok"]))
+    res = runner.invoke(cli.app, ["run", "x", "--tools", "tools.py", "--deny", "remove", "--json",
+                                  "--no-audit"])
+    assert res.exit_code == 0 and (project / "victim.txt").exists()
+
+    use(monkeypatch, ScriptedModel([tool_call("calculator", operation="add", a=1, b=i)
+                                    for i in range(5)]))
+    res = runner.invoke(cli.app, ["run", "x", "--max-tool-calls", "2", "--json", "--no-audit"])
+    assert res.exit_code == 1
+    data = json.loads(res.stdout)
+    assert data["status"] == "budget" and data["error"] == "max_tool_calls=2: call 3 refused"
+
+    use(monkeypatch, ScriptedModel(["hi"]))
+    res = runner.invoke(cli.app, ["run", "x", "--max-cost", "1", "--no-audit"])
+    assert res.exit_code == 0, res.output  # "scripted" is in the price table (free)
+    use(monkeypatch, ScriptedModel(["hi"], name="mystery-model"))
+    res = runner.invoke(cli.app, ["run", "x", "--max-cost", "1", "--no-audit"])
+    assert res.exit_code == 2 and "'mystery-model' has no price" in res.output
+    res = runner.invoke(cli.app, ["run", "x", "--max-repeats", "0"])
+    assert res.exit_code == 2 and "max-repeats" in res.output
+
+
+def test_the_audit_log_is_on_by_default_in_the_data_directory(project, monkeypatch):
+    monkeypatch.setenv("TAO_DATA_DIR", str(project / "data"))
+    use(monkeypatch, ScriptedModel([tool_call("calculator", operation="add", a=1, b=2), "3"]))
+    assert runner.invoke(cli.app, ["run", "1+2?"]).exit_code == 0
+    log = project / "data" / "audit.jsonl"
+    records = list(entries(log))
+    assert [r["kind"] for r in records] == ["run.start", "tool.call", "run.end"]
+    assert records[1]["tool"] == "calculator" and records[1]["status"] == "ok"
+    assert len({r["run_id"] for r in records}) == 1 and verify(log).ok
+
+
+def test_tao_code_asks_before_a_dangerous_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    use(monkeypatch, ScriptedModel([
+        'Thought: clean\nAction: run_command\nAction Input: {"command": "rm -rf src"}',
+        "Thought: ok\nAction: Finish【left as is】"]))
+    (tmp_path / "ws" / "src").mkdir(parents=True)
+    res = runner.invoke(cli.app, ["code", "tidy up", "--workspace", "ws", "--no-audit"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "ws" / "src").is_dir()  # rejected: stdin is not a terminal
