@@ -258,3 +258,38 @@ def test_a_denied_or_rejected_step_fails_without_starting(executor):
     assert "step2" not in {e.step_id for e in of(events, StepStarted)}
     [failed] = [f for f in of(events, StepFailed) if f.step_id == "step2"]
     assert "no pens" in failed.error and failed.attempts == 1  # not retried
+
+
+# -- sub-agents: a step agent runs under its plan's guard ----------------------------------------
+
+def test_a_step_agent_is_held_by_the_plan_s_policy_approver_and_budget():
+    ran: list = []
+    asked: list = []
+    plan = {"steps": [{"id": "step1", "description": "clean", "instruction": "clean up",
+                       "depends_on": []}], "answer": "$step1"}
+    step_model = ScriptedModel([tool_call("shell", command="ls"), tool_call("shell", command="rm x"),
+                                "cleaned"])
+    step_agent = ReActAgent(step_model, [shell_tool(ran, requires_approval=matches(r"\brm\b"))])
+    agent = PlanExecuteAgent(ScriptedModel([plan_reply(plan)]), [calculator], step_agent=step_agent,
+                             approve=lambda r: asked.append(r.arguments) or False)
+    result, events = run(agent)
+    assert result.ok and result.answer == "cleaned"
+    assert ran == ["ls"] and asked == [{"command": "rm x"}]  # the plan's approver was asked
+    nested = [e.event for e in events if e.kind == "nested"]
+    assert [type(e) for e in nested if type(e) in (ApprovalRequested, Action)] == \
+        [Action, ApprovalRequested, Action]
+
+    ran.clear()
+    step_model = ScriptedModel([tool_call("shell", command="ls"), "cleaned"])
+    agent = PlanExecuteAgent(ScriptedModel([plan_reply(plan)]), [calculator], max_replans=0,
+                             step_agent=ReActAgent(step_model, [shell_tool(ran)]), deny=["shell"])
+    result, events = run(agent)
+    assert ran == [] and result.answer == "cleaned"  # denied in the step agent too
+
+    step_model = ScriptedModel([tool_call("shell", command=f"ls {i}") for i in range(5)])
+    agent = PlanExecuteAgent(ScriptedModel([plan_reply(plan), plan_reply(plan)]), [calculator],
+                             step_agent=ReActAgent(step_model, [shell_tool(ran)]), max_tool_calls=2,
+                             max_retries=0, max_replans=0)
+    result, events = run(agent)
+    assert ran == ["ls 0", "ls 1"]  # the step agent's calls count against the plan's budget
+    assert result.status == "budget" and result.error == "max_tool_calls=2: call 3 refused"

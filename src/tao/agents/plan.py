@@ -134,6 +134,7 @@ class PlanExecuteAgent(Agent):
         lang = lang if lang in ("zh", "en") else "en"
         guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox)
         guard.emit = emit
+        guard.enter()  # this task's own context: step agents run under this run's guard
         run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
         if self.executor == "ray":
             from ..plan.ray_executor import RayTools

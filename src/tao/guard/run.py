@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar, Token
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..messages import ToolCall, Usage
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
 from .budget import Budget, BudgetExceeded, Metered
+from .outbox import Outbox, Pump
 from .policy import Policy, digest
 
 KEYS = ("allow", "deny", "require_approval", "high_risk", "untrusted", "approve", "audit",
@@ -56,7 +57,14 @@ class Guard:
                 None if audit is True else audit, fsync=audit_fsync, secret=self.secret)
 
     def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any]) -> Run:
-        return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools)
+        """The run's guard state. A run started inside another's tool call or plan step (a
+        sub-agent) has that run as its parent: the parent's policies, approver, budgets and
+        audit log hold for it too."""
+        return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools, CURRENT.get())
+
+
+#: the run whose tool call (or plan step) is running: a sub-agent started there is its child
+CURRENT: ContextVar[Run | None] = ContextVar("tao_guard_run", default=None)
 
 
 def _marks(t: Any) -> bool:
@@ -66,16 +74,22 @@ def _marks(t: Any) -> bool:
 
 class Run:
     def __init__(self, guard: Guard, task: str, agent: str, model: str, lang: str,
-                 tools: Iterable[Any]):
+                 tools: Iterable[Any], parent: Run | None = None):
         import uuid
 
+        tools = list(tools)
+        self.parent = parent
         self.guard, self.policy, self.budget, self.lang = guard, guard.policy, guard.budget, lang
         self.t = prompts.table("guard")[lang]
         self.id = uuid.uuid4().hex
         b = self.budget
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
-        self.active = bool(self.policy.active or guard.audit or b.max_tool_calls or b.max_repeats
-                           or b.meters_model or any(_marks(t) for t in tools))
+        self.active = bool(self.policy.active or guard.audit or b.meters_model
+                           or (self.parent and self.parent.active) or any(_marks(t) for t in tools))
+        self.meters = b.meters_model or bool(self.parent and self.parent.meters)
+        self.approve = guard.approve if guard.approve is not None or not self.parent \
+            else self.parent.approve
+        self.audit_log = guard.audit or (self.parent.audit_log if self.parent else None)
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
         self.start = time.monotonic()
         self.deadline = self.start + b.max_seconds if b.max_seconds else None
@@ -88,28 +102,38 @@ class Run:
         self._admitted: dict[str, ToolCall | Any] = {}
         self._edited: dict[str, dict[str, Any]] = {}
         self._batch: list[tuple[ToolCall, str, asyncio.Future[Decision], tuple[str, ...]]] = []
-        self._pending: deque[Event] = deque()
-        self._wake: asyncio.Future[None] | None = None
-        self._waiters: list[asyncio.Future[None]] = []
-        self._pumping = 0
-        self.emit = self._queue
-        self._audit({"kind": "run.start", "agent": agent, "model": model, "task": task})
+        self.outbox = Outbox()
+        #: where approval events go: the outbox a loop pumps, or the plan's own event queue
+        self.emit: Callable[[Event], None] = self.outbox.emit
+        self._audit({"kind": "run.start", "agent": agent, "model": model, "task": task,
+                     **({"parent_run": self.parent.id} if self.parent else {})})
 
     # -- the model door -----------------------------------------------------------------------
     def wrap(self, model: Any) -> Any:
-        if self.budget.max_cost is not None:
-            self.budget.price(model.name)  # no price: the user's error, said before any call
-        return Metered(model, self) if self.budget.meters_model else model
+        run: Run | None = self
+        while run is not None:
+            if run.budget.max_cost is not None:
+                run.budget.price(model.name)  # no price: the user's error, said before any call
+            run = run.parent
+        return Metered(model, self) if self.meters else model
 
     def check(self) -> None:
-        """Raise ``BudgetExceeded`` when a budget is spent (called at both doors)."""
+        """Raise ``BudgetExceeded`` when a budget (here or a parent's) is spent (both doors)."""
         if self.stopped:
             raise BudgetExceeded(self.stopped)
+        if self.parent is not None:
+            try:
+                self.parent.check()
+            except BudgetExceeded as e:
+                self.stopped = e.reason
+                raise
         b = self.budget
         if self.deadline is not None and time.monotonic() > self.deadline:
             self._stop("b_max_seconds", b.max_seconds, f"{time.monotonic() - self.start:.1f}")
 
     def spend(self, model: str, usage: Usage) -> None:
+        if self.parent is not None:
+            self.parent.spend(model, usage)
         self.usage.add(usage)
         b = self.budget
         if b.max_cost is not None:
@@ -132,6 +156,8 @@ class Run:
         if call.id in self._counted:
             return
         self._counted.add(call.id)
+        if self.parent is not None:  # a sub-agent's calls count against the parent's budgets
+            self.parent.count(replace(call, id=f"{self.id}/{call.id}"))
         self.check()
         b = self.budget
         self.calls += 1
@@ -148,22 +174,31 @@ class Run:
         if call.id in self._admitted:  # decided already, before its Action
             return self._admitted.pop(call.id)
         self.count(call)
-        verdict, why = self.policy.check(call.name, tool, call.arguments, self.tainted)
+        verdict, why = self.verdict(call, tool)
         if verdict == "run":
             return call
         if verdict != "ask":
             allowed = ", ".join(sorted(self.policy.allow or ())) or "-"
-            return self._refuse(call, verdict, prompts.render(self.t[verdict], tool=call.name,
+            return self._refuse(call, tool, verdict, prompts.render(self.t[verdict], tool=call.name,
                                                               allowed=allowed))
         decision = await self._ask(call, self.t[why], tuple(getattr(tool, "secret", ())))
         if decision.verdict == "rejected":
             text = prompts.render(self.t["rejected"], tool=call.name,
                                   reason=decision.reason or self.t["no_reason"])
-            return self._refuse(call, "rejected", text)
+            return self._refuse(call, tool, "rejected", text)
         if decision.verdict == "edited":
             self._edited[call.id] = decision.arguments or {}
             return replace(call, arguments=decision.arguments or {})
         return call
+
+    def verdict(self, call: ToolCall, tool: Any) -> tuple[str, str]:
+        """The policy's word on ``call``, the strictest of this run's and its parents'."""
+        verdict, why = self.policy.check(call.name, tool, call.arguments, self.tainted)
+        if self.parent is not None and verdict != "denied" and verdict != "not_allowed":
+            above = self.parent.verdict(call, tool)
+            if above[0] != "run":
+                return above
+        return verdict, why
 
     async def vet(self, call: ToolCall, tool: Any) -> ToolCall | Any:
         """``admit`` ahead of the call's execution (a plan step is decided before it is shown):
@@ -180,14 +215,21 @@ class Run:
             return
         for call in calls:
             self.count(call)
-        if not any(self.policy.check(c.name, tools[c.name] if c.name in tools else None,
-                                     c.arguments, self.tainted)[0] == "ask" for c in calls):
+        if not any(self.verdict(c, tools[c.name] if c.name in tools else None)[0] == "ask"
+                   for c in calls):
             return
         pump = self.pump(asyncio.gather(*(self.admit(c, tools[c.name] if c.name in tools
                                                       else None) for c in calls)))
         async for event in pump:
             yield event
         self._admitted.update((c.id, a) for c, a in zip(calls, pump.value))
+
+    def enter(self) -> Token[Run | None]:
+        """This run is the current one while a tool call of it runs (``leave`` after)."""
+        return CURRENT.set(self)
+
+    def leave(self, token: Token[Run | None]) -> None:
+        CURRENT.reset(token)
 
     def shown(self, call: ToolCall) -> ToolCall:
         """The call as it will run (edited arguments), for its ``Action``."""
@@ -201,7 +243,9 @@ class Run:
         if not result.is_error and self.policy.is_untrusted(call.name, tool):
             from .untrusted import fence
 
-            self.tainted = True
+            run: Run | None = self
+            while run is not None:  # what a sub-agent read reaches its parent in its answer
+                run.tainted, run = True, run.parent
             content = fence(content, call.name, self.nonce(), self.lang)
         edited = self._edited.pop(call.id, None)
         if edited is not None:
@@ -224,10 +268,10 @@ class Run:
 
         return "\n\n" + note(self.nonce(), self.lang)
 
-    def _refuse(self, call: ToolCall, status: str, text: str) -> Any:
+    def _refuse(self, call: ToolCall, tool: Any, status: str, text: str) -> Any:
         from ..tools.base import ToolResult
 
-        self._audit_call(call, None, status, 0.0)
+        self._audit_call(call, tool, status, 0.0)
         return ToolResult(text, True, 0.0, retryable=False)
 
     # -- approval -----------------------------------------------------------------------------
@@ -247,8 +291,8 @@ class Run:
         try:
             for r in requests:
                 self.emit(ApprovalRequested(r.call_id, r.tool, r.arguments, r.reason, r.digest))
-            await self._delivered()
-            decisions = await decide(self.guard.approve, requests, self.lang)
+            await self.outbox.delivered(self.emit)
+            decisions = await decide(self.approve, requests, self.lang)
         except BaseException as e:  # the approver's own failure ends the run, as the user's bug
             for _, _, f, _ in batch:
                 if not f.done():
@@ -263,36 +307,21 @@ class Run:
                         secret)
             f.set_result(d)
 
-    # -- events out while a loop awaits ---------------------------------------------------------
-    def _queue(self, event: Event) -> None:
-        self._pending.append(event)
-        if self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)
-
-    async def _delivered(self) -> None:
-        """Wait until the events emitted so far were handed on (so a terminal prompt comes after
-        the request is shown)."""
-        if self._pumping and self.emit == self._queue:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            await waiter
-        else:
-            for _ in range(3):
-                await asyncio.sleep(0)
-
     def pump(self, awaitable: Awaitable[Any]) -> Pump:
-        return Pump(self, awaitable)
+        """``async for event in run.pump(aw)``: the approval events of what ``aw`` does, while
+        it runs; then ``.value`` (see ``outbox``)."""
+        return Pump(self.outbox, awaitable, self.active)
 
     # -- audit ----------------------------------------------------------------------------------
     def _audit_call(self, call: ToolCall, tool: Any, status: str, duration: float) -> None:
-        if self.guard.audit is not None:
+        if self.audit_log is not None:
             self._audit({"kind": "tool.call", "call_id": call.id, "tool": call.name,
                          "arguments": call.arguments, "status": status,
                          "duration_s": round(duration, 6)}, tuple(getattr(tool, "secret", ())))
 
     def _audit(self, record: dict[str, Any], secret: Iterable[str] = ()) -> None:
-        if self.guard.audit is not None:
-            self.guard.audit.append({**record, "run_id": self.id}, secret=secret)
+        if self.audit_log is not None:
+            self.audit_log.append({**record, "run_id": self.id}, secret=secret)
 
     def finish(self, result: Any) -> Any:
         """The run's ``Result``, with ``status="budget"`` and the reason when a budget ended it."""
@@ -301,37 +330,3 @@ class Run:
         self._audit({"kind": "run.end", "status": result.status, "turns": result.turns,
                      "tool_calls": result.tool_calls, "error": result.error})
         return result
-
-
-class Pump:
-    """``async for event in run.pump(aw)``: the events the run emits while ``aw`` runs, as they
-    come; ``value`` is ``aw``'s result afterwards (its exception is raised)."""
-
-    def __init__(self, run: Run, awaitable: Awaitable[Any]):
-        self.run, self.awaitable, self.value = run, awaitable, None
-
-    async def __aiter__(self):
-        run = self.run
-        if not run.active:  # nothing can be asked: no task, no events
-            self.value = await self.awaitable
-            return
-        task = asyncio.ensure_future(self.awaitable)
-        run._pumping += 1
-        try:
-            while True:
-                while run._pending:
-                    yield run._pending.popleft()
-                for w in run._waiters:
-                    if not w.done():
-                        w.set_result(None)
-                run._waiters.clear()
-                if task.done():
-                    break
-                run._wake = asyncio.get_running_loop().create_future()
-                await asyncio.wait({task, run._wake}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            run._pumping -= 1
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        self.value = task.result()

@@ -337,7 +337,12 @@ class Toolbox:
             if isinstance(admitted, ToolResult):
                 return admitted
             call = admitted
-        return run.after(call, t, await self._execute(call, in_thread))
+        token = run.enter()  # a sub-agent this tool starts runs under this run's guard
+        try:
+            result = await self._execute(call, in_thread)
+        finally:
+            run.leave(token)
+        return run.after(call, t, result)
 
     async def _execute(self, call: ToolCall, in_thread: bool) -> ToolResult:
         start = time.perf_counter()
