@@ -19,6 +19,7 @@ __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Workspace",
+    "ApprovalRequest", "Decision", "BudgetExceeded", "matches",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
@@ -29,6 +30,10 @@ _LAZY = {
     "LocalModel": "tao.models.local",
     "resolve_model": "tao.models.resolve",
     "Workspace": "tao.tools.workspace",
+    "ApprovalRequest": "tao.guard",  # the guardrails: approve= callbacks get and return these
+    "Decision": "tao.guard",
+    "BudgetExceeded": "tao.guard",
+    "matches": "tao.guard",
 }
 
 

@@ -128,27 +128,29 @@ class TerminalApprover:
         for i, r in enumerate(requests, 1):
             self.write(prompts.render(t["ask_one"], i=str(i), tool=r.tool,
                                       arguments=dumps(r.arguments), reason=r.reason))
-        return [self._ask(i, r) for i, r in enumerate(requests, 1)]
+        decisions = []
+        for i, r in enumerate(requests, 1):
+            try:
+                decisions.append(self._ask(i, r))
+            except EOFError:  # the terminal went away: no one can answer
+                decisions.append(Decision.reject(self.t["auto_reject"]))
+        return decisions
 
     def _ask(self, i: int, r: ApprovalRequest) -> Decision:
         from ..safe_json import loads
 
         while True:
-            try:
-                answer = self.read(prompts.render(self.t["ask"], i=str(i), tool=r.tool))
-            except EOFError:
-                return Decision.reject(prompts.table("guard")["en"]["auto_reject"])
-            answer = answer.strip().lower()
+            answer = self.read(prompts.render(self.t["ask"], i=str(i), tool=r.tool)).strip().lower()
             if answer in ("y", "yes", "是"):
                 return Decision.approve()
             if answer in ("n", "no", "否"):
                 return Decision.reject(self.read(self.t["ask_reason"]).strip())
             if answer in ("e", "edit", "改"):
-                text = self.read(self.t["ask_edit"])
-                try:
-                    value = loads(text)
-                    if not isinstance(value, dict):
-                        raise ValueError("not an object")
-                    return Decision.edit(value)
-                except ValueError as e:
-                    self.write(prompts.render(self.t["bad_edit"], error=str(e)))
+                while text := self.read(self.t["ask_edit"]).strip():  # empty: back to y/n/e
+                    try:
+                        value = loads(text)
+                        if not isinstance(value, dict):
+                            raise ValueError("not an object")
+                        return Decision.edit(value)
+                    except ValueError as e:
+                        self.write(prompts.render(self.t["bad_edit"], error=str(e)))
