@@ -107,3 +107,13 @@ def test_codeact_gets_the_raw_value_but_the_run_is_tainted_all_the_same():
     assert ran == []
     out = [e for e in events if e.kind == "execution"][0].stdout
     assert out.startswith("True\nrefused:") and "stdin is not a terminal" in out
+
+
+def test_untrusted_star_fences_every_tool_s_output():
+    ran: list = []
+    model = ScriptedModel([tool_call("shell", command="ls"), tool_call("shell", command="ls"), "ok"])
+    result, events = run(ReActAgent(model, tools(ran, {}), untrusted="*",
+                                    approve=lambda r: False))
+    first, second = [e for e in events if type(e) is Observation]
+    assert fence_parts(first.content)[1] == "ok"  # shell's own output is fenced too
+    assert ran == ["ls"] and "rejected" in second.content  # and it tainted the run

@@ -51,7 +51,7 @@ class Policy:
     """``allow``: the only tools that may run (None: all); ``deny``: tools that never run;
     ``require_approval``: tool names, or ``{name: True | predicate}``; ``high_risk``: tools that
     need approval once untrusted content was read in the run; ``untrusted``: tools whose output
-    is untrusted."""
+    is untrusted (``"*"``: all)."""
 
     def __init__(self, allow: Iterable[str] | str | None = None, deny: Iterable[str] | str = (),
                  require_approval: Iterable[str] | Mapping[str, Rule] | str = (),
@@ -94,4 +94,6 @@ class Policy:
         return "run", ""
 
     def is_untrusted(self, name: str, tool: Any) -> bool:
-        return name in self.untrusted or bool(getattr(tool, "untrusted_output", False))
+        """``untrusted="*"``: every tool's output is (the strict reading: fence it all)."""
+        return name in self.untrusted or "*" in self.untrusted or \
+            bool(getattr(tool, "untrusted_output", False))
