@@ -99,7 +99,9 @@ class Run:
         self.tag = ""
         self.repeats: dict[str, int] = {}
         self._counted: set[str] = set()
-        self._admitted: dict[str, ToolCall | Any] = {}
+        #: calls decided before their Action (call id -> the call to run, or the refusal), and
+        #: the digest each was decided with: what runs must still hash the same
+        self._admitted: dict[str, tuple[ToolCall | Any, str]] = {}
         self._edited: dict[str, dict[str, Any]] = {}
         self._batch: list[tuple[ToolCall, str, asyncio.Future[Decision], tuple[str, ...]]] = []
         self.outbox = Outbox()
@@ -172,7 +174,11 @@ class Run:
     async def admit(self, call: ToolCall, tool: Any) -> ToolCall | Any:
         """The call to run (its arguments maybe edited), or the ``ToolResult`` saying why not."""
         if call.id in self._admitted:  # decided already, before its Action
-            return self._admitted.pop(call.id)
+            decided, sealed = self._admitted.pop(call.id)
+            if isinstance(decided, ToolCall) and digest(decided.name, decided.arguments) != sealed:
+                return self._refuse(call, tool, "rejected", prompts.render(
+                    self.t["rejected"], tool=call.name, reason=self.t["stale"]))
+            return decided
         self.count(call)
         verdict, why = self.verdict(call, tool)
         if verdict == "run":
@@ -205,7 +211,7 @@ class Run:
         the door then runs the call as decided without asking again."""
         admitted = await self.admit(call, tool)
         if isinstance(admitted, ToolCall):
-            self._admitted[call.id] = admitted
+            self._keep(call, admitted)
         return admitted
 
     async def gate(self, calls: Sequence[ToolCall], tools: Any):
@@ -222,7 +228,12 @@ class Run:
                                                       else None) for c in calls)))
         async for event in pump:
             yield event
-        self._admitted.update((c.id, a) for c, a in zip(calls, pump.value))
+        for c, a in zip(calls, pump.value):
+            self._keep(c, a)
+
+    def _keep(self, call: ToolCall, admitted: Any) -> None:
+        sealed = digest(admitted.name, admitted.arguments) if isinstance(admitted, ToolCall) else ""
+        self._admitted[call.id] = (admitted, sealed)
 
     def enter(self) -> Token[Run | None]:
         """This run is the current one while a tool call of it runs (``leave`` after)."""
@@ -233,7 +244,7 @@ class Run:
 
     def shown(self, call: ToolCall) -> ToolCall:
         """The call as it will run (edited arguments), for its ``Action``."""
-        decided = self._admitted.get(call.id)
+        decided = self._admitted.get(call.id, (None, ""))[0]
         return decided if isinstance(decided, ToolCall) else call
 
     def after(self, call: ToolCall, tool: Any, result: Any) -> Any:
