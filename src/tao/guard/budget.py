@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from ..messages import Usage
 from ..models.base import Model, ModelResponse
 
 
@@ -90,11 +91,95 @@ class Budget:
         return found
 
 
-class Metered(Model):
-    """The run's model, counted: before each call the run checks its budgets; each reply's usage
-    (and cost) is added to the run; the wall clock is checked at every chunk."""
+class Meter:
+    """What one run has spent against its ``Budget``, and its parent run's ``Meter`` (a
+    sub-agent's spending counts there too). A spent budget sets ``stopped`` (the reason) and
+    raises ``BudgetExceeded`` at the next door; ``texts`` words the reasons (prompts/guard.toml)."""
 
-    def __init__(self, model: Model, run: Any):
+    def __init__(self, budget: Budget, texts: Mapping[str, str], run_id: str,
+                 parent: Meter | None = None):
+        self.budget, self.texts, self.run_id, self.parent = budget, texts, run_id, parent
+        #: whether the model door has anything to check (here or above)
+        self.meters = budget.meters_model or bool(parent and parent.meters)
+        self.start = time.monotonic()
+        self.deadline = self.start + budget.max_seconds if budget.max_seconds else None
+        self.usage, self.cost, self.calls = Usage(), 0.0, 0
+        self.stopped: str | None = None
+        self.repeats: dict[str, int] = {}
+        self._counted: set[str] = set()
+
+    def check_prices(self, model: str) -> None:
+        meter: Meter | None = self
+        while meter is not None:
+            if meter.budget.max_cost is not None:
+                meter.budget.price(model)
+            meter = meter.parent
+
+    def check(self) -> None:
+        """Raise ``BudgetExceeded`` when a budget (here or a parent's) is spent."""
+        if self.stopped:
+            raise BudgetExceeded(self.stopped)
+        if self.parent is not None:
+            try:
+                self.parent.check()
+            except BudgetExceeded as e:
+                self.stopped = e.reason
+                raise
+        b = self.budget
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self._stop("b_max_seconds", b.max_seconds, f"{time.monotonic() - self.start:.1f}")
+
+    def spend(self, model: str, usage: Usage) -> None:
+        """A model reply's usage; a budget it overspends stops the run at the next door."""
+        if self.parent is not None:
+            self.parent.spend(model, usage)
+        self.usage.add(usage)
+        b = self.budget
+        if b.max_cost is not None:
+            inp, out = b.price(model)
+            self.cost += (usage.prompt_tokens * inp + usage.completion_tokens * out) / 1e6
+            if self.cost > b.max_cost and not self.stopped:
+                self.stopped = self._reason("b_max_cost", b.max_cost, f"${self.cost:.6f}")
+        if b.max_tokens is not None and self.usage.total_tokens > b.max_tokens and not self.stopped:
+            self.stopped = self._reason("b_max_tokens", b.max_tokens, self.usage.total_tokens)
+
+    def count(self, call: Any) -> None:
+        """One tool call (once per call id): the call budget and the same-call count."""
+        if call.id in self._counted:
+            return
+        self._counted.add(call.id)
+        if self.parent is not None:  # a sub-agent's calls count against the parent's budgets
+            from dataclasses import replace
+
+            self.parent.count(replace(call, id=f"{self.run_id}/{call.id}"))
+        self.check()
+        b = self.budget
+        self.calls += 1
+        if b.max_tool_calls is not None and self.calls > b.max_tool_calls:
+            self._stop("b_max_tool_calls", b.max_tool_calls, self.calls)
+        if b.max_repeats is not None:
+            from .policy import digest
+
+            d = digest(call.name, call.arguments)
+            n = self.repeats[d] = self.repeats.get(d, 0) + 1
+            if n > b.max_repeats:
+                self._stop("b_max_repeats", b.max_repeats, n, call.name)
+
+    def _reason(self, key: str, limit: Any, used: Any, tool: str = "") -> str:
+        from .. import prompts
+
+        return prompts.render(self.texts[key], limit=str(limit), used=str(used), tool=tool)
+
+    def _stop(self, key: str, limit: Any, used: Any, tool: str = "") -> None:
+        self.stopped = self._reason(key, limit, used, tool)
+        raise BudgetExceeded(self.stopped)
+
+
+class Metered(Model):
+    """The run's model, counted: before each call the run's budgets are checked; each reply's
+    usage (and cost) is added to its ``Meter``; the wall clock is checked at every chunk."""
+
+    def __init__(self, model: Model, run: Meter):
         self.inner, self.run = model, run
         self.name, self.supports_grammar = model.name, model.supports_grammar
 

@@ -11,7 +11,6 @@ wraps around an await that may need a human (ReAct's ``gate``, CodeAct's code bl
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import replace
@@ -19,10 +18,10 @@ from typing import Any
 
 from .. import prompts
 from ..events import ApprovalDecided, ApprovalRequested, Event
-from ..messages import ToolCall, Usage
+from ..messages import ToolCall
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
-from .budget import Budget, BudgetExceeded, Metered
+from .budget import Budget, Meter, Metered
 from .outbox import Outbox, Pump
 from .policy import Policy, digest
 
@@ -86,19 +85,13 @@ class Run:
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
         self.active = bool(self.policy.active or guard.audit or b.meters_model
                            or (self.parent and self.parent.active) or any(_marks(t) for t in tools))
-        self.meters = b.meters_model or bool(self.parent and self.parent.meters)
         self.approve = guard.approve if guard.approve is not None or not self.parent \
             else self.parent.approve
         self.audit_log = guard.audit or (self.parent.audit_log if self.parent else None)
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
-        self.start = time.monotonic()
-        self.deadline = self.start + b.max_seconds if b.max_seconds else None
-        self.usage, self.cost, self.calls = Usage(), 0.0, 0
-        self.stopped: str | None = None
+        self.meter = Meter(b, self.t, self.id, self.parent.meter if self.parent else None)
         self.tainted = False
         self.tag = ""
-        self.repeats: dict[str, int] = {}
-        self._counted: set[str] = set()
         #: calls decided before their Action (call id -> the call to run, or the refusal), and
         #: the digest each was decided with: what runs must still hash the same
         self._admitted: dict[str, tuple[ToolCall | Any, str]] = {}
@@ -110,67 +103,15 @@ class Run:
         self._audit({"kind": "run.start", "agent": agent, "model": model, "task": task,
                      **({"parent_run": self.parent.id} if self.parent else {})})
 
-    # -- the model door -----------------------------------------------------------------------
+    # -- the model door (budgets: ``budget.Meter``) --------------------------------------------
     def wrap(self, model: Any) -> Any:
-        run: Run | None = self
-        while run is not None:
-            if run.budget.max_cost is not None:
-                run.budget.price(model.name)  # no price: the user's error, said before any call
-            run = run.parent
-        return Metered(model, self) if self.meters else model
+        self.meter.check_prices(model.name)  # no price for max_cost: said before any call
+        return Metered(model, self.meter) if self.meter.meters else model
 
     def check(self) -> None:
-        """Raise ``BudgetExceeded`` when a budget (here or a parent's) is spent (both doors)."""
-        if self.stopped:
-            raise BudgetExceeded(self.stopped)
-        if self.parent is not None:
-            try:
-                self.parent.check()
-            except BudgetExceeded as e:
-                self.stopped = e.reason
-                raise
-        b = self.budget
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            self._stop("b_max_seconds", b.max_seconds, f"{time.monotonic() - self.start:.1f}")
-
-    def spend(self, model: str, usage: Usage) -> None:
-        if self.parent is not None:
-            self.parent.spend(model, usage)
-        self.usage.add(usage)
-        b = self.budget
-        if b.max_cost is not None:
-            inp, out = b.price(model)
-            self.cost += (usage.prompt_tokens * inp + usage.completion_tokens * out) / 1e6
-            if self.cost > b.max_cost and not self.stopped:
-                self.stopped = self._reason("b_max_cost", b.max_cost, f"${self.cost:.6f}")
-        if b.max_tokens is not None and self.usage.total_tokens > b.max_tokens and not self.stopped:
-            self.stopped = self._reason("b_max_tokens", b.max_tokens, self.usage.total_tokens)
-
-    def _reason(self, key: str, limit: Any, used: Any, tool: str = "") -> str:
-        return prompts.render(self.t[key], limit=str(limit), used=str(used), tool=tool)
-
-    def _stop(self, key: str, limit: Any, used: Any, tool: str = "") -> None:
-        self.stopped = self._reason(key, limit, used, tool)
-        raise BudgetExceeded(self.stopped)
+        self.meter.check()
 
     # -- the tool door ------------------------------------------------------------------------
-    def count(self, call: ToolCall) -> None:
-        if call.id in self._counted:
-            return
-        self._counted.add(call.id)
-        if self.parent is not None:  # a sub-agent's calls count against the parent's budgets
-            self.parent.count(replace(call, id=f"{self.id}/{call.id}"))
-        self.check()
-        b = self.budget
-        self.calls += 1
-        if b.max_tool_calls is not None and self.calls > b.max_tool_calls:
-            self._stop("b_max_tool_calls", b.max_tool_calls, self.calls)
-        if b.max_repeats is not None:
-            d = digest(call.name, call.arguments)
-            n = self.repeats[d] = self.repeats.get(d, 0) + 1
-            if n > b.max_repeats:
-                self._stop("b_max_repeats", b.max_repeats, n, call.name)
-
     async def admit(self, call: ToolCall, tool: Any) -> ToolCall | Any:
         """The call to run (its arguments maybe edited), or the ``ToolResult`` saying why not."""
         if call.id in self._admitted:  # decided already, before its Action
@@ -179,7 +120,7 @@ class Run:
                 return self._refuse(call, tool, "rejected", prompts.render(
                     self.t["rejected"], tool=call.name, reason=self.t["stale"]))
             return decided
-        self.count(call)
+        self.meter.count(call)
         verdict, why = self.verdict(call, tool)
         if verdict == "run":
             return call
@@ -220,7 +161,7 @@ class Run:
         if not self.active:
             return
         for call in calls:
-            self.count(call)
+            self.meter.count(call)
         if not any(self.verdict(c, tools[c.name] if c.name in tools else None)[0] == "ask"
                    for c in calls):
             return
@@ -336,8 +277,8 @@ class Run:
 
     def finish(self, result: Any) -> Any:
         """The run's ``Result``, with ``status="budget"`` and the reason when a budget ended it."""
-        if self.stopped:
-            result.status, result.error = "budget", self.stopped
+        if self.meter.stopped:
+            result.status, result.error = "budget", self.meter.stopped
         self._audit({"kind": "run.end", "status": result.status, "turns": result.turns,
                      "tool_calls": result.tool_calls, "error": result.error})
         return result
