@@ -97,6 +97,7 @@ class Run:
         self._admitted: dict[str, tuple[ToolCall | Any, str]] = {}
         self._edited: dict[str, dict[str, Any]] = {}
         self._batch: list[tuple[ToolCall, str, asyncio.Future[Decision], tuple[str, ...]]] = []
+        self._deciding: set[asyncio.Task[None]] = set()
         self.outbox = Outbox()
         #: where approval events go: the outbox a loop pumps, or the plan's own event queue
         self.emit: Callable[[Event], None] = self.outbox.emit
@@ -233,8 +234,13 @@ class Run:
         future: asyncio.Future[Decision] = loop.create_future()
         self._batch.append((call, why, future, secret))
         if len(self._batch) == 1:
-            loop.call_soon(lambda: asyncio.ensure_future(self._decide()))
+            loop.call_soon(self._start_deciding)
         return await future
+
+    def _start_deciding(self) -> None:
+        task = asyncio.ensure_future(self._decide())
+        self._deciding.add(task)  # held: the loop keeps only a weak reference to a task
+        task.add_done_callback(self._deciding.discard)
 
     async def _decide(self) -> None:
         batch, self._batch = self._batch, []
