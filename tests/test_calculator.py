@@ -255,3 +255,22 @@ def test_recursion_error_never_escapes(expression, headroom):
 async def test_hostile_expressions_through_the_toolbox_are_observations(expression):
     result = await run(calculate, expression=expression)
     assert result.is_error and result.content.startswith("Error: ")
+
+
+def test_calculate_takes_a_list_for_sum_avg_and_len():
+    """A model asked for a total or a mean writes ``sum([...])``; refusing it cost whole runs."""
+    assert evaluate("sum([12, 24, 36, 48, 60])") == 180
+    assert evaluate("avg([12, 24, 36, 48, 60])") == 36
+    assert evaluate("mean((2, 4, 9))") == 5
+    assert evaluate("len([1, 2, 3]) * 2") == 6
+    assert evaluate("max([3, 9, 2]) - min(3, 4)") == 6
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("sum(1, 2)", "takes one list"), ("avg([])", "non-empty list"), ("[1, 2]", "not allowed"),
+    ("sum([[1]])", "not allowed"), ("sum([1] * 3)", "not allowed"),
+    ("sum([" + ",".join(["1"] * 1001) + "])", "expression"),
+])
+def test_calculate_refuses_lists_anywhere_else(expression, message):
+    with pytest.raises(CalculationError, match=message):
+        evaluate(expression)
