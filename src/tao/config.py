@@ -7,6 +7,7 @@
     max_turns = 8
     timeout = 120          # seconds an endpoint may stay silent
     workspace = "site"     # where tao code writes (default: ./workspace)
+    mcp = ["npx -y @modelcontextprotocol/server-filesystem .", "https://mcp.example.com/mcp"]
 
 An option given on the command line wins over the file. The file is the user's configuration,
 so a mistake in it - TOML that does not parse, a key tao does not know (a typo would otherwise be
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,7 @@ class Config:
     max_turns: int | None = None
     timeout: float | None = None
     workspace: str | None = None
+    mcp: list[str] = field(default_factory=list)
     path: Path | None = None
 
     @property
@@ -71,11 +75,12 @@ def load_config(folder: str | os.PathLike[str] | None = None) -> Config:
 
 def _read(table: dict, path: Path) -> Config:
     config = Config(path=path)
-    unknown = sorted(set(table) - {"model", "agent", "tools", "max_turns", "timeout", "workspace"})
+    unknown = sorted(set(table) - {"model", "agent", "tools", "max_turns", "timeout", "workspace",
+                                      "mcp"})
     if unknown:
         raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} "
                           f"{', '.join(map(repr, unknown))}; tao.toml may set model, agent, "
-                          f"tools, max_turns, timeout, workspace")
+                          f"tools, max_turns, timeout, workspace, mcp")
 
     def bad(key: str, wanted: str) -> ConfigError:
         return ConfigError(f"{path}: {key} must be {wanted}, not {table[key]!r}")
@@ -105,7 +110,37 @@ def _read(table: dict, path: Path) -> Config:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t > 0 and math.isfinite(t)):
             raise bad("timeout", "a number of seconds above 0")
         config.timeout = float(t)
+    if "mcp" in table:
+        config.mcp = _mcp(table["mcp"], path)
     return config
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
+
+
+def _mcp(servers, path: Path) -> list[str]:
+    """MCP servers: each a command line that starts one (spoken over stdio) or an http(s) URL.
+    Checked here so that a quote left open or an ``htp://`` typo is the file's error at once,
+    not a server that fails to start in the middle of a run."""
+    servers = [servers] if isinstance(servers, str) else servers
+    wanted = 'a list of servers, each a command line or an http(s) URL, e.g. ["uvx mcp-server-git"]'
+    if not isinstance(servers, list) or not all(isinstance(s, str) and s.strip() for s in servers):
+        raise ConfigError(f"{path}: mcp must be {wanted}, not {servers!r}")
+    out = []
+    for server in (s.strip() for s in servers):
+        url = _SCHEME.match(server)
+        if url:
+            if url.group(1).lower() not in ("http", "https") or not url.group(2):
+                raise ConfigError(f"{path}: mcp server "
+                                  f"{server!r} is neither an http(s) URL nor a command line")
+        else:
+            try:
+                shlex.split(server)
+            except ValueError as e:  # "No closing quotation"
+                raise ConfigError(f"{path}: mcp server "
+                                  f"{server!r} is not a command line: {e}") from None
+        out.append(server)
+    return out
 
 
 __all__ = ["Config", "ConfigError", "FILENAME", "load_config"]
