@@ -188,7 +188,16 @@ def test_the_command_line_wins_over_tao_toml(use_model, workdir):
 
 @pytest.mark.parametrize("text, message", [
     ('model = "local"\nagent = react\n', "tao.toml: invalid TOML: Invalid value (at line 2, column 9)"),
-    ('modle = "local"\n', "tao.toml: unknown key 'modle'; tao.toml may set model, agent, tools"),
+    ('modle = "local"\n', "tao.toml: unknown key 'modle' (did you mean 'model'?); tao.toml may set "
+                          "model, agent, tools"),
+    ('max-tokens = 9\n', "unknown key 'max-tokens' (did you mean 'max_tokens'?)"),
+    ("deny = 3\n", 'deny must be a list of tool names, e.g. ["run_command"], not 3'),
+    ("max_cost = -1\n", "max_cost must be a number of dollars above 0, not -1"),
+    ("max_tool_calls = 1.5\n", "max_tool_calls must be a whole number of at least 1, not 1.5"),
+    ("audit = true\n", "audit must be the audit log's path, or false for none, not True"),
+    ('require_approval = { run_command = "(rm" }\n',
+     "require_approval.run_command: '(rm' is not a regular expression: missing ), unterminated"),
+    ("require_approval = { run_command = 1 }\n", "require_approval.run_command must be true, false or a regex"),
     ('agent = "reactive"\n', "agent must be one of react, react-text, react-json, codeact, plan, not 'reactive'"),
     ("max_turns = 0\n", "max_turns must be a whole number of at least 1, not 0"),
     ("timeout = -1\n", "timeout must be a number of seconds above 0, not -1"),
@@ -202,6 +211,52 @@ def test_a_bad_tao_toml_is_a_clear_error_naming_the_file(use_model, workdir, tex
     assert message in said(res), said(res)
     assert str(workdir / "tao.toml") in said(res)
     assert specs == []
+
+
+def test_tao_toml_guardrails_hold_for_tao_run(use_model, workdir, monkeypatch):
+    """deny, require_approval with a regex, the budgets and an audit path beside the file."""
+    (workdir / "proj").mkdir()
+    (workdir / "proj" / "tao.toml").write_text(
+        'deny = ["calculate"]\nrequire_approval = { calculator = "^multiply$" }\n'
+        'max_tool_calls = 3\naudit = "logs/audit.jsonl"\n', encoding="utf-8")
+    from tao.guard.audit import entries
+
+    model = ScriptedModel([tool_call("calculate", expression="1+2"),
+                           tool_call("calculator", operation="multiply", a=6, b=7),
+                           tool_call("calculator", operation="add", a=1, b=2),
+                           tool_call("calculator", operation="add", a=1, b=3), "never read"])
+    use_model(model)
+    monkeypatch.chdir(workdir / "proj")
+    res = runner.invoke(cli.app, ["run", "sums", "--json"])  # stdin is no terminal: auto-reject
+    assert res.exit_code == 1, res.output
+    data = json.loads(res.stdout)
+    assert data["status"] == "budget" and data["error"] == "max_tool_calls=3: call 4 refused"
+    seen = [m.content for m in model.calls[-1] if m.role == "tool"]
+    assert "'calculate' is denied" in seen[0]
+    assert "stdin is not a terminal" in seen[1]  # multiply matched the regex: asked, rejected
+    assert seen[2] == "3"  # add did not match: ran
+    calls = [(r["tool"], r["status"]) for r in entries(workdir / "proj" / "logs" / "audit.jsonl")
+             if r["kind"] == "tool.call"]
+    assert calls == [("calculate", "denied"), ("calculator", "rejected"), ("calculator", "ok")]
+
+
+def test_flags_add_to_the_file_s_restrictions_and_win_over_its_limits(use_model, workdir):
+    (workdir / "tao.toml").write_text('deny = ["calculate"]\nallow = ["calculate"]\n'
+                                      "max_tool_calls = 1\naudit = false\n")
+    model = ScriptedModel([tool_call("calculate", expression="1+2"),
+                           tool_call("calculator", operation="add", a=1, b=2), "3"])
+    use_model(model)
+    res = runner.invoke(cli.app, ["run", "1+2?", "--json", "--deny", "calculator",
+                                  "--allow", "calculate,calculator", "--max-tool-calls", "5"])
+    assert res.exit_code == 0, res.output
+    seen = [m.content for m in model.calls[-1] if m.role == "tool"]
+    assert "'calculate' is denied" in seen[0] and "'calculator' is denied" in seen[1]
+    import os
+
+    assert not (Path(os.environ["TAO_DATA_DIR"]) / "audit.jsonl").exists()  # audit = false
+    use_model(ScriptedModel(["3"]))
+    res = runner.invoke(cli.app, ["run", "1+2?", "--json", "--audit", "mine.jsonl"])
+    assert res.exit_code == 0 and (workdir / "mine.jsonl").exists()  # --audit FILE wins
 
 
 def test_tools_in_tao_toml_that_cannot_be_loaded_name_the_file(use_model, workdir):

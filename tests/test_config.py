@@ -36,3 +36,31 @@ def test_a_bad_mcp_entry_names_the_file(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:
         load_config(tmp_path)
     assert message in str(e.value) and str(tmp_path / "tao.toml") in str(e.value)
+
+
+def test_guard_keys_become_the_agent_s_guardrails(tmp_path):
+    """What tao run / code / chat hand the agent (``cli.common.guard_options``) from the file."""
+    from tao.cli.code import build_coder
+    from tao.cli.common import guard_options
+    from tao.guard import Policy
+
+    write(tmp_path, 'deny = "fetch, send_email"\nuntrusted = ["fetch"]\nhigh_risk = ["deploy"]\n'
+                    'require_approval = { run_command = "\\\\bgit push\\\\b", deploy = true, '
+                    'lint = false }\nmax_cost = 0.5\nmax_seconds = 60\naudit = "a/log.jsonl"\n')
+    config = load_config(tmp_path)
+    options = guard_options(config=config, deny=["rm_tree"], max_seconds=30)
+    assert options["deny"] == ["fetch", "send_email", "rm_tree"]
+    assert options["max_cost"] == 0.5 and options["max_seconds"] == 30  # the flag wins
+    assert options["audit"] == tmp_path / "a" / "log.jsonl"
+    policy = Policy(require_approval=options["require_approval"])
+    assert policy.check("run_command", None, {"command": "git push origin"}, False)[0] == "ask"
+    assert policy.check("run_command", None, {"command": "git status"}, False)[0] == "run"
+    assert policy.check("deploy", None, {}, False)[0] == "ask"
+    assert policy.check("lint", None, {}, False)[0] == "run"
+    assert guard_options(config=config, no_audit=True).get("audit") is None
+
+    # tao code's own rule (rm, curl, sudo) still holds beside the file's
+    coder = build_coder(object(), [], **{k: v for k, v in options.items() if k != "audit"})
+    rule = coder.guard.policy.require["run_command"]
+    assert rule({"command": "git push"}) and rule({"command": "rm -rf src"})
+    assert not rule({"command": "git status"})

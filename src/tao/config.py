@@ -9,7 +9,21 @@
     workspace = "site"     # where tao code writes (default: ./workspace)
     mcp = ["npx -y @modelcontextprotocol/server-filesystem .", "https://mcp.example.com/mcp"]
 
-An option given on the command line wins over the file. The file is the user's configuration,
+    # the guardrails (tao.guard), named as the flags are
+    deny = ["send_email"]
+    require_approval = { run_command = "\\b(rm|curl|sudo)\\b", write_file = true }
+    untrusted = ["fetch_page"]
+    high_risk = ["run_command"]
+    audit = "logs/audit.jsonl"   # or false for none (default: audit.jsonl in the data directory)
+    max_tokens = 50000
+    max_cost = 0.20            # dollars
+    max_seconds = 300
+    max_tool_calls = 40
+    max_repeats = 3
+
+An option given on the command line wins over the file; the guardrails' lists that restrict
+(``deny``, ``require_approval``, ``untrusted``, ``high_risk``) add up instead, so a flag never
+lifts a restriction the project's file sets. The file is the user's configuration,
 so a mistake in it - TOML that does not parse, a key tao does not know (a typo would otherwise be
 silently ignored), a value of the wrong type - is a ``ConfigError`` naming the file, and the line
 where TOML says so, before any model is built.
@@ -29,6 +43,9 @@ from .errors import TaoError
 
 FILENAME = "tao.toml"
 AGENTS = ("react", "react-text", "react-json", "codeact", "plan")
+#: the guardrails' keys: the same as the flags of tao run / code / chat (tao.guard)
+GUARD_KEYS = ("allow", "deny", "require_approval", "untrusted", "high_risk", "audit",
+              "max_tokens", "max_cost", "max_seconds", "max_tool_calls", "max_repeats")
 
 
 class ConfigError(TaoError):
@@ -48,6 +65,19 @@ class Config:
     timeout: float | None = None
     workspace: str | None = None
     mcp: list[str] = field(default_factory=list)
+    allow: list[str] | None = None
+    deny: list[str] = field(default_factory=list)
+    #: tool name -> True, or a regex that gates only the calls whose string arguments match it
+    require_approval: dict[str, bool | str] = field(default_factory=dict)
+    untrusted: list[str] = field(default_factory=list)
+    high_risk: list[str] = field(default_factory=list)
+    #: the audit log's path (relative: to ``base``), ``False`` for none, ``None``: not said
+    audit: str | bool | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    max_seconds: float | None = None
+    max_tool_calls: int | None = None
+    max_repeats: int | None = None
     path: Path | None = None
 
     @property
@@ -73,14 +103,21 @@ def load_config(folder: str | os.PathLike[str] | None = None) -> Config:
     return _read(table, path)
 
 
+#: the keys tao.toml may set, in the order the error for an unknown key lists them
+KEYS = ("model", "agent", "tools", "max_turns", "timeout", "workspace", "mcp", *GUARD_KEYS)
+
+
 def _read(table: dict, path: Path) -> Config:
     config = Config(path=path)
-    unknown = sorted(set(table) - {"model", "agent", "tools", "max_turns", "timeout", "workspace",
-                                      "mcp"})
+    unknown = sorted(set(table) - set(KEYS))
     if unknown:
+        import difflib
+
+        near = [m for k in unknown for m in difflib.get_close_matches(k.replace("-", "_"), KEYS, 1)]
         raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(map(repr, unknown))}; tao.toml may set model, agent, "
-                          f"tools, max_turns, timeout, workspace, mcp")
+                          f"{', '.join(map(repr, unknown))}"
+                          f"{f' (did you mean {near[0]!r}?)' if len(near) == 1 else ''}; "
+                          f"tao.toml may set {', '.join(KEYS)}")
 
     def bad(key: str, wanted: str) -> ConfigError:
         return ConfigError(f"{path}: {key} must be {wanted}, not {table[key]!r}")
@@ -100,19 +137,69 @@ def _read(table: dict, path: Path) -> Config:
         if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() for t in tools):
             raise bad("tools", 'a list of files or modules, e.g. ["examples/weather.py"]')
         config.tools = [t.strip() for t in tools]
-    if "max_turns" in table:
-        n = table["max_turns"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise bad("max_turns", "a whole number of at least 1")
-        config.max_turns = n
-    if "timeout" in table:
-        t = table["timeout"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t > 0 and math.isfinite(t)):
-            raise bad("timeout", "a number of seconds above 0")
-        config.timeout = float(t)
+    for key in ("max_turns", "max_tokens", "max_tool_calls", "max_repeats"):
+        if key in table:
+            n = table[key]
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise bad(key, "a whole number of at least 1")
+            setattr(config, key, n)
+    for key, what in (("timeout", "seconds"), ("max_seconds", "seconds"), ("max_cost", "dollars")):
+        if key in table:
+            t = table[key]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not (t > 0 and math.isfinite(t)):
+                raise bad(key, f"a number of {what} above 0")
+            setattr(config, key, float(t))
+    for key in ("allow", "deny", "untrusted", "high_risk"):
+        if key in table:
+            if not _is_names(table[key]):
+                raise bad(key, 'a list of tool names, e.g. ["run_command"]')
+            setattr(config, key, _tool_names(table[key]))
+    if "require_approval" in table:
+        config.require_approval = _approval(table["require_approval"], path)
+    if "audit" in table:
+        a = table["audit"]
+        if a is not False and (not isinstance(a, str) or not a.strip()):
+            raise bad("audit", "the audit log's path, or false for none")
+        config.audit = a if a is False else a.strip()
     if "mcp" in table:
         config.mcp = _mcp(table["mcp"], path)
     return config
+
+
+def _is_names(value) -> bool:
+    value = [value] if isinstance(value, str) else value
+    return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
+
+
+def _tool_names(value) -> list[str]:
+    """``["a", "b"]`` or ``"a, b"`` (as the flags take them): the names, stripped."""
+    value = [value] if isinstance(value, str) else value
+    return [n.strip() for v in value for n in v.split(",") if n.strip()]
+
+
+def _approval(value, path: Path) -> dict[str, bool | str]:
+    """``require_approval``: tool names (each call asks), or a table of name = true | "regex"
+    (only the calls whose string arguments match the regex ask: ``run_command = "\\brm\\b"``).
+    A regex that does not compile is the file's error now, not a rule that never matches."""
+    if _is_names(value):
+        return dict.fromkeys(_tool_names(value), True)
+    wanted = ('a list of tool names, or a table of name = true | "regex", '
+              'e.g. { run_command = "\\b(rm|curl|sudo)\\b" }')
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: require_approval must be {wanted}, not {value!r}")
+    rules: dict[str, bool | str] = {}
+    for name, rule in value.items():
+        if isinstance(rule, str):
+            try:
+                re.compile(rule)
+            except re.error as e:
+                raise ConfigError(f"{path}: require_approval.{name}: {rule!r} is not a regular "
+                                  f"expression: {e}") from None
+        elif not isinstance(rule, bool):
+            raise ConfigError(f"{path}: require_approval.{name} must be true, false or a regex, "
+                              f"not {rule!r}")
+        rules[name] = rule
+    return rules
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")

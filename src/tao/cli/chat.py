@@ -248,7 +248,7 @@ def chat_command(
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
-    guard = guard_options(allow=allow, deny=deny, require_approval=require_approval,
+    guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
                           untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
                           max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
                           max_tool_calls=max_tool_calls, max_repeats=max_repeats)

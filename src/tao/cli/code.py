@@ -57,13 +57,16 @@ DANGEROUS = r"\b(rm|rmdir|curl|wget|sudo|su|chmod|chown|dd|mkfs|shutdown|reboot)
 
 def build_coder(model: Any, workspace: Any, max_turns: int = 15, **guard: Any) -> Any:
     """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
-    ``run_command`` matching ``DANGEROUS`` needs approval unless ``require_approval`` is given;
+    ``run_command`` matching ``DANGEROUS`` needs approval, and so does what ``require_approval``
+    adds;
     ``guard``: the other guardrail keywords."""
     from ..agents.react import ReActAgent
-    from ..guard import matches
+    from ..guard.policy import any_of, matches
 
     names = guard.pop("require_approval", None) or ()
-    rules = {"run_command": matches(DANGEROUS, "command"), **dict.fromkeys(names, True)}
+    rules: dict[str, Any] = {"run_command": matches(DANGEROUS, "command")}
+    for name, rule in (names if isinstance(names, dict) else dict.fromkeys(names, True)).items():
+        rules[name] = any_of(rules.get(name, False), rule)  # a rule given adds to the built-in
     return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
                       require_approval=rules, **guard)
 
@@ -106,7 +109,7 @@ def code_command(
                                  param_hint="'--sandbox'")
     s = settings(ctx, tools=tools, workspace=workspace, model=model, max_turns=max_turns,
                  timeout=timeout)
-    guard = guard_options(allow=allow, deny=deny, require_approval=require_approval,
+    guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
                           untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
                           max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
                           max_tool_calls=max_tool_calls, max_repeats=max_repeats)

@@ -152,6 +152,7 @@ class Settings:
     timeout: float
     tools: list[Tool] | None
     workspace: Path | None = None
+    config: Any = None  # the tao.toml read (``tao.config.Config``): its guardrails, for guard_options
 
 
 def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | None = None,
@@ -190,7 +191,7 @@ def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | N
         except ToolLoadError as e:
             raise typer.BadParameter(str(e), param_hint=hint) from None
     return Settings(pick("model"), getattr(agent, "value", agent), pick("max_turns"), timeout,
-                    loaded, workspace)
+                    loaded, workspace, config)
 
 
 TaskArg = Annotated[str | None, typer.Argument(
@@ -257,27 +258,50 @@ MaxRepeatsOpt = Annotated[int | None, typer.Option(
 def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = None,
                   require_approval: list[str] | None = None, untrusted: list[str] | None = None,
                   high_risk: list[str] | None = None, audit: Path | None = None,
-                  no_audit: bool = False, **budgets: Any) -> dict[str, Any]:
-    """The agent keywords (``tao.guard``) the guardrail flags say: the audit log is on unless
-    ``--no-audit``; a bad budget is a usage error here, before any model is paid."""
+                  no_audit: bool = False, config: Any = None, **budgets: Any) -> dict[str, Any]:
+    """The agent keywords (``tao.guard``) the guardrail flags and ``config`` (``tao.toml``,
+    ``Settings.config``) say. A flag wins over the file for ``allow``, ``audit`` and each budget;
+    the lists that restrict (deny, require_approval, untrusted, high_risk) add up, so a flag
+    never lifts a restriction the project set. The audit log is on unless ``--no-audit`` or
+    ``audit = false``; a bad budget is a usage error here, before any model is paid."""
     from ..guard.budget import Budget
 
     def names(values: list[str] | None) -> list[str]:
         return [n.strip() for v in values or () for n in v.split(",") if n.strip()]
 
     options: dict[str, Any] = {k: v for k, v in budgets.items() if v is not None}
+    for key in ("max_tokens", "max_cost", "max_seconds", "max_tool_calls", "max_repeats"):
+        if key not in options and getattr(config, key, None) is not None:
+            options[key] = getattr(config, key)
     try:
         Budget(**options)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     if allow:
         options["allow"] = names(allow)
-    for key, value in (("deny", deny), ("require_approval", require_approval),
-                       ("untrusted", untrusted), ("high_risk", high_risk)):
-        if value:
-            options[key] = names(value)
-    if not no_audit:
-        options["audit"] = audit if audit is not None else True
+    elif getattr(config, "allow", None) is not None:
+        options["allow"] = list(config.allow)
+    for key, value in (("deny", deny), ("untrusted", untrusted), ("high_risk", high_risk)):
+        merged = list(dict.fromkeys([*getattr(config, key, ()), *names(value)]))
+        if merged:
+            options[key] = merged
+    rules: dict[str, Any] = {}
+    for name, rule in getattr(config, "require_approval", {}).items():
+        if rule is not False:
+            from ..guard.policy import matches
+
+            rules[name] = True if rule is True else matches(rule)
+    rules.update(dict.fromkeys(names(require_approval), True))
+    if rules:  # names only: a list, as the flag gives it; with a file's regex: name -> rule
+        options["require_approval"] = list(rules) if all(r is True for r in rules.values()) \
+            else rules
+    from_file = getattr(config, "audit", None)
+    if no_audit or (audit is None and from_file is False):
+        pass
+    elif audit is not None:
+        options["audit"] = audit
+    else:
+        options["audit"] = config.base / from_file if isinstance(from_file, str) else True
     return options
 
 

@@ -100,7 +100,7 @@ def run_command(
     tools, model, agent, max_turns and timeout; options given here win."""
     task = read_task(task, task_file)
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
-    guard = guard_options(allow=allow, deny=deny, require_approval=require_approval,
+    guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
                           untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
                           max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
                           max_tool_calls=max_tool_calls, max_repeats=max_repeats)

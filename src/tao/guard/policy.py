@@ -39,6 +39,22 @@ def matches(pattern: str, *params: str) -> Callable[[dict[str, Any]], bool]:
     return predicate
 
 
+def any_of(*rules: Rule) -> Rule:
+    """One approval rule that asks when any of ``rules`` does (``True`` if one is ``True``):
+    how a user's rule adds to a built-in one without lifting it."""
+    rules = tuple(r for r in rules if r is not False)
+    if any(r is True for r in rules) or not rules:
+        return bool(rules)
+    if len(rules) == 1:
+        return rules[0]
+
+    def predicate(args: dict[str, Any]) -> bool:
+        return any(r(args) for r in rules)
+
+    predicate.__name__ = " | ".join(getattr(r, "__name__", "rule") for r in rules)
+    return predicate
+
+
 def _names(value: Iterable[str] | str | None) -> frozenset[str] | None:
     if value is None:
         return None
