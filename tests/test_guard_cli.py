@@ -137,3 +137,19 @@ def test_tao_code_asks_before_a_dangerous_command(tmp_path, monkeypatch):
     res = runner.invoke(cli.app, ["code", "tidy up", "--workspace", "ws", "--no-audit"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "ws" / "src").is_dir()  # rejected: stdin is not a terminal
+
+
+@pytest.mark.parametrize("command", [["run", "1+2?"], ["code", "make a page"], ["chat"]])
+def test_an_audit_log_that_cannot_be_written_is_a_clear_error_in_ci(project, command):
+    """No terminal, and the default data directory lies under a file: exit 2 naming the log and
+    how to choose another, before any model runs - not a traceback at the first tool call."""
+    env = {**__import__("os").environ, "TAO_DATA_DIR": str(project / "victim.txt" / "tao")}
+    child = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, "model = ScriptedModel([tool_call('calculator', "
+         "operation='add', a=1, b=2), '3'])", *command],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=project, timeout=60, env=env)
+    assert child.returncode == 2, child.stderr
+    said = " ".join(child.stderr.split())
+    assert f"cannot write the audit log {project / 'victim.txt' / 'tao' / 'audit.jsonl'}: " \
+           "Not a directory" in said and "--no-audit" in said
+    assert "Traceback" not in child.stderr

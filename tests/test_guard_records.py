@@ -76,3 +76,14 @@ def test_a_sub_agent_writes_to_its_parent_s_log(tmp_path):
     child = [r for r in rs if r["run_id"] != plan_run]
     assert [r["kind"] for r in child] == ["run.start", "tool.call", "run.end"]
     assert child[0]["parent_run"] == plan_run
+
+
+def test_an_audit_path_that_cannot_be_written_fails_at_construction(tmp_path):
+    import pytest
+
+    from tao.guard.audit import AuditError
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(AuditError, match=r"cannot write the audit log .*file/audit.jsonl: Not a "
+                                         r"directory .*audit=False"):
+        ReActAgent(ScriptedModel(["hi"]), [calculator], audit=tmp_path / "file" / "audit.jsonl")

@@ -302,6 +302,13 @@ def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = No
         options["audit"] = audit
     else:
         options["audit"] = config.base / from_file if isinstance(from_file, str) else True
+    if "audit" in options:  # one that cannot be written: said now, before any model is loaded
+        from ..guard.audit import AuditError, AuditLog
+
+        try:
+            AuditLog(None if options["audit"] is True else options["audit"]).check()
+        except AuditError as e:
+            raise fail(f"error: {e}", 2) from None
     return options
 
 

@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import TaoError
 from ..safe_json import dumps, loads
 from .redact import REDACTED, env_secrets, is_secret_key, redact
 
@@ -52,6 +53,10 @@ RESERVED = frozenset({"seq", "prev", "hash"})
 
 _SEQ_HEAD = re.compile(rb'\{"seq":(\d+),')
 _HASH_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
+
+
+class AuditError(TaoError):
+    """The audit log cannot be written where it was asked for (or by default)."""
 
 
 def default_path() -> Path:
@@ -95,6 +100,18 @@ class AuditLog:
 
     def __repr__(self) -> str:
         return f"AuditLog({str(self.path)!r})"
+
+    def check(self) -> AuditLog:
+        """Open the file (making its folder) once now, so a log that cannot be written is the
+        user's error before the run starts - not a run that ends at its first tool call."""
+        try:
+            with self._open():
+                pass
+        except OSError as e:
+            raise AuditError(f"cannot write the audit log {self.path}: {e.strerror or e} "
+                             f"(choose another file with audit= / --audit FILE / audit in "
+                             f"tao.toml, or none with audit=False / --no-audit)") from None
+        return self
 
     def append(self, record: dict[str, Any], *, secret: Iterable[str] = ()) -> dict[str, Any]:
         """Write ``record`` as the next line; the entry as written (redacted, with ``seq``,

@@ -53,7 +53,7 @@ class Guard:
             from .audit import AuditLog
 
             self.audit = audit if isinstance(audit, AuditLog) else AuditLog(
-                None if audit is True else audit, fsync=audit_fsync, secret=self.secret)
+                None if audit is True else audit, fsync=audit_fsync, secret=self.secret).check()
 
     def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any]) -> Run:
         """The run's guard state. A run started inside another's tool call or plan step (a
