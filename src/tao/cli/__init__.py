@@ -32,6 +32,7 @@ from .code import code_command
 from .chat import chat_command
 from .compare import compare_command
 from . import audit as _audit  # noqa: F401 - registers tao audit verify/show
+from . import mcp as _mcp  # noqa: F401 - registers tao mcp serve
 from ..evals.cli import eval_command  # tao eval lives in its own room
 
 app.command("eval")(eval_command)

@@ -288,6 +288,11 @@ class Toolbox:
             t = FunctionTool(t)
         if not t.name:
             raise TypeError(f"{type(t).__name__} has no name")
+        if t.name in self._tools and hasattr(t, "prefixed"):  # an MCP tool yields the name:
+            t = t.prefixed()                                  # it takes its server's prefix
+        elif t.name in self._tools and hasattr(self._tools[t.name], "prefixed"):
+            moved = self._tools.pop(t.name).prefixed()
+            self._tools[moved.name] = moved
         if t.name in self._tools:
             raise ValueError(f"two tools are named {t.name!r}")
         self._tools[t.name] = t
@@ -349,6 +354,8 @@ class Toolbox:
         t = self._tools.get(call.name)
         if t is None:
             available = ", ".join(self._tools) or "(none)"
+            moved = [n for n, x in self._tools.items() if getattr(x, "remote_name", 0) == call.name]
+            available += f" ({call.name!r} is called {moved[0]!r} here)" if moved else ""
             return ToolResult(f"Error: unknown tool {call.name!r}. Available tools: {available}",
                               True, time.perf_counter() - start, retryable=False)
         if call.parse_error:

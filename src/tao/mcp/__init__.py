@@ -1,0 +1,17 @@
+"""MCP, both ways: any MCP server's tools in every agent (``MCPServer``), and tao's tools and
+agents served over MCP (``tao mcp serve``, ``server.build_server``).
+
+    from tao.mcp import MCPServer
+    agent = ReActAgent(model, tools=[calculator, MCPServer(command=["python", "server.py"])])
+
+Loaded only when named: ``import tao`` does not import this package nor the ``mcp`` SDK (≈ 0.7 s).
+"""
+
+from __future__ import annotations
+
+from .client import MCPServer, MCPTool
+from .errors import (MCPBadResponse, MCPConnectError, MCPError, MCPServerDied, MCPTimeout,
+                     MCPToolError)
+
+__all__ = ["MCPBadResponse", "MCPConnectError", "MCPError", "MCPServer", "MCPServerDied",
+           "MCPTimeout", "MCPTool", "MCPToolError"]

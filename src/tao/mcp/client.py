@@ -1,0 +1,299 @@
+"""``MCPServer``: an MCP server's tools as tao tools, in ``tools=`` like any other.
+
+    git = MCPServer(command=["uvx", "mcp-server-git"], timeout=30)
+    docs = MCPServer(url="http://127.0.0.1:8000/mcp", untrusted_output=True)
+    agent = ReActAgent(model, tools=[calculator, git, docs])
+
+The server is a ``Toolbox``, so an agent's ``Toolbox`` takes its tools in; each is an ordinary
+``Tool`` that goes through the tool door (``Toolbox.execute``): policies, approval, audit,
+budgets and the untrusted-output fence hold for it as for a local tool, and a server can be
+marked ``requires_approval`` / ``high_risk`` / ``untrusted_output`` / ``secret`` as a whole. The
+schema the model sees and the arguments are checked against are the server's own input schemas.
+Names are kept (a name that is not a Python identifier, ``get-time``, reads ``get_time`` so that
+CodeAct's code can call it); a name already taken in the agent's toolbox gets the server's prefix
+(``demo_calculator``), and a model that calls the plain name is told the prefixed one.
+
+The server starts (or is connected to) when its tools are first listed - when an agent is built
+with it - and a server that cannot start is an ``MCPConnectError`` then. What goes wrong later is
+an error observation within ``timeout`` + 1 s, and the next call reconnects (``connection``).
+``close()`` ends it and never raises; so does the end of the process.
+"""
+
+from __future__ import annotations
+
+import keyword
+import os
+import re
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..models.base import ToolSpec
+from ..tools.base import InvalidArguments, Tool, Toolbox, _shown
+from .connection import Connection, submit
+from .errors import MCPConnectError, MCPToolError
+
+_MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret")
+
+
+class MCPServer(Toolbox):
+    """``MCPServer(command=["python", "server.py"])`` (stdio: tao starts the process) or
+    ``MCPServer(url="http://host/mcp")`` (streamable HTTP). ``command`` may be one string, split
+    like a shell would. ``env``: variables added to the SDK's safe default environment (PATH,
+    HOME...); ``cwd``: the process's folder. ``timeout``: seconds a call may take (a server that
+    does not answer in time is restarted for the next call); ``connect_timeout``: seconds the
+    start and handshake may take. ``name``: how messages and clash prefixes call the server
+    (default: the name it gives itself). ``prefix``: put before every tool name (``prefix="git"``
+    gives ``git_status``); by default only clashing names get one. The guardrail marks
+    (``requires_approval=True`` or a predicate, ``high_risk``, ``untrusted_output``, ``secret``)
+    hold for every tool of the server."""
+
+    def __init__(self, command: str | Sequence[str] | None = None, *, url: str | None = None,
+                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+                 timeout: float = 30.0, connect_timeout: float = 30.0, name: str | None = None,
+                 prefix: str | None = None, headers: Mapping[str, str] | None = None,
+                 requires_approval: bool | Callable[[dict[str, Any]], bool] = False,
+                 high_risk: bool = False, untrusted_output: bool = False,
+                 secret: Sequence[str] = ()):
+        if (command is None) == (url is None):
+            raise TypeError("MCPServer takes command=[...] (stdio) or url=... (HTTP), one of them")
+        if isinstance(command, str):
+            command = shlex.split(command)
+        if command is not None and (not command or not all(isinstance(c, str) for c in command)):
+            raise ValueError(f"command must be a non-empty list of strings, not {command!r}")
+        if url is not None and not re.match(r"^https?://[^/?#]+", url):
+            raise ValueError(f"url must be an http(s) URL, not {url!r}")
+        for what, seconds in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if not (isinstance(seconds, (int, float)) and 0 < seconds < float("inf")):
+                raise ValueError(f"{what} must be a number of seconds above 0, not {seconds!r}")
+        if not (isinstance(requires_approval, bool) or callable(requires_approval)):
+            raise TypeError("requires_approval must be True/False or a predicate on the arguments")
+        self.command, self.url = (list(command) if command else None), url
+        self.env, self.cwd, self.headers = dict(env or {}), cwd, dict(headers or {})
+        self.timeout, self.name, self.prefix = float(timeout), name, prefix
+        self.marks = {"requires_approval": requires_approval, "high_risk": high_risk,
+                      "untrusted_output": untrusted_output, "secret": tuple(secret)}
+        label = name or url or " ".join(os.path.basename(c) for c in (self.command or ())[:3])
+        self.connection = Connection(self._client, label if len(label) < 80 else label[:77] + "...",
+                                     float(timeout), float(connect_timeout))
+        self._listed: dict[str, Tool] | None = None
+
+    # -- Toolbox: the tools are listed on first use ------------------------------------------
+    @property
+    def _tools(self) -> dict[str, Tool]:  # type: ignore[override]
+        if self._listed is None:
+            self._listed = self._build(self.connect())
+        return self._listed
+
+    def connect(self) -> list[Any]:
+        """Start the server (or reach it) and list its tools; ``MCPConnectError`` if it cannot."""
+        future = submit(self.connection.connect())
+        try:
+            return future.result(self.connection.connect_timeout + 2)
+        except MCPConnectError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a timeout here, Ctrl-C: the user's to see
+            future.cancel()
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            raise MCPConnectError(f"cannot connect to MCP server {self.connection.label}: "
+                                  f"{type(e).__name__}: {e}") from None
+
+    def _client(self) -> tuple[Any, Any]:
+        """A fresh ``mcp.Client`` for one session, and the file the server's stderr goes to."""
+        import tempfile
+
+        from mcp import Client, StdioServerParameters
+
+        read_timeout = self.connection.connect_timeout  # bounds the handshake's requests
+        if self.url is not None:
+            target: Any = self.url
+            if self.headers:
+                import httpx
+                from mcp.client.streamable_http import streamable_http_client
+
+                target = streamable_http_client(self.url, http_client=httpx.AsyncClient(
+                    headers=self.headers, timeout=httpx.Timeout(read_timeout)))
+            return Client(target, read_timeout_seconds=read_timeout), None
+        errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        params = StdioServerParameters(command=self.command[0], args=self.command[1:],
+                                       env=self.env or None, cwd=self.cwd)
+        from mcp.client.stdio import stdio_client
+
+        return Client(stdio_client(params, errlog=errlog), read_timeout_seconds=read_timeout), errlog
+
+    def _build(self, listing: list[Any]) -> dict[str, Tool]:
+        tools: dict[str, Tool] = {}
+        for info in listing:
+            tool = MCPTool(self, info)
+            if self.prefix:
+                tool.name = f"{_identifier(self.prefix)}_{tool.name}"
+            while tool.name in tools:  # two remote names that read alike (get-time, get_time)
+                tool.name += "_"
+            tools[tool.name] = tool
+        return tools
+
+    @property
+    def server_prefix(self) -> str:
+        return _identifier(self.prefix or self.name or self.connection.server_name or "mcp")
+
+    # -- calls --------------------------------------------------------------------------------
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call the server's tool ``name`` (its own name); the result as a Python value."""
+        import asyncio
+
+        future = submit(self.connection.call(name, arguments))
+        try:
+            result = await asyncio.wait_for(asyncio.wrap_future(future), self.timeout + 1)
+        except asyncio.TimeoutError:  # the MCP thread itself did not answer: never hang
+            from .errors import MCPTimeout
+
+            raise MCPTimeout(f"MCP server {self.connection.label} did not answer {name!r} "
+                             f"within {self.timeout:g} s") from None
+        return result
+
+    def close(self) -> None:
+        """End the session and the server process; never raises, safe to call twice."""
+        try:
+            submit(self.connection.close()).result(10)
+        except BaseException:  # noqa: BLE001 - closing never raises
+            pass
+
+    async def aclose(self) -> None:
+        import asyncio
+
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(submit(self.connection.close())), 10)
+        except BaseException:  # noqa: BLE001 - closing never raises
+            pass
+
+    def __enter__(self) -> MCPServer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<MCPServer {self.connection.label}>"
+
+
+class MCPTool(Tool):
+    """One tool of an ``MCPServer``: its schema is the server's, its run is a call to it."""
+
+    def __init__(self, server: MCPServer, info: Any):
+        self.server = server
+        self.remote_name = info.name
+        self.name = _identifier(info.name)
+        self.description = (info.description or info.title or info.name).strip()
+        self.schema = _clean(info.input_schema)
+        self.output_schema = info.output_schema
+        self.timeout = None  # the server's timeout bounds each call (connection.Connection)
+        for key in _MARKS:
+            setattr(self, key, server.marks[key])
+        self._validator: Any = None
+
+    @property
+    def spec(self) -> ToolSpec:  # type: ignore[override]
+        return ToolSpec(self.name, self.description, self.schema)
+
+    def prefixed(self) -> MCPTool:
+        """This tool under its server's prefix (its name clashed with another tool's)."""
+        import copy
+
+        other = copy.copy(self)
+        other.name = f"{self.server.server_prefix}_{self.name}"
+        return other
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as given, if they fit the server's input schema; else
+        ``InvalidArguments`` listing what does not, written for the model."""
+        if self._validator is None:
+            from jsonschema import exceptions, validators
+
+            try:
+                cls = validators.validator_for(self.schema)
+                cls.check_schema(self.schema)
+                self._validator = cls(self.schema)
+            except exceptions.SchemaError:  # the server's schema is broken: let it judge
+                self._validator = False
+        if self._validator:
+            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+            if errors:
+                lines = [f"- {'.'.join(map(str, e.absolute_path)) or 'arguments'}: "
+                         f"{_message(e)}" for e in errors[:10]]
+                raise InvalidArguments(f"invalid arguments for {self.signature()}:\n"
+                                       + "\n".join(lines))
+        return dict(arguments)
+
+    def is_async(self) -> bool:
+        return True
+
+    async def run(self, **arguments: Any) -> Any:
+        return value_of(await self.server.call(self.remote_name, arguments), self.output_schema)
+
+    def __repr__(self) -> str:
+        return f"<mcp tool {self.name}>"
+
+
+def value_of(result: Any, output_schema: Any = None) -> Any:
+    """A ``CallToolResult`` as a Python value: its structured content (unwrapped from the
+    ``{"result": x}`` the SDK puts a plain return value in), else its text; ``MCPToolError``
+    when the server says the call failed."""
+    text = "\n".join(_block_text(b) for b in result.content or ())
+    if result.is_error:
+        raise MCPToolError(text or "the server reported an error without a message")
+    data = result.structured_content
+    if data is None:
+        return text
+    props = (output_schema or {}).get("properties") or {}
+    if isinstance(data, dict) and set(data) == {"result"} and set(props) <= {"result"}:
+        return data["result"]
+    return data
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        return f"[{kind}: {getattr(block, 'mime_type', '?')}, {len(block.data or '') * 3 // 4} bytes]"
+    if kind == "resource_link":
+        return f"[resource: {block.uri}]"
+    if kind == "resource":
+        inner = block.resource
+        return getattr(inner, "text", None) or f"[resource: {inner.uri}]"
+    return f"[{kind or type(block).__name__}]"
+
+
+def _message(error: Any) -> str:
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is missing")
+    if error.validator == "additionalProperties":
+        return error.message
+    return f"{error.message.split(' is ', 1)[-1] if ' is ' in error.message else error.message}" \
+           f" (got {_shown(error.instance)})"
+
+
+def _identifier(name: str) -> str:
+    """``name`` as a Python identifier (what CodeAct's code calls), unchanged when it is one."""
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return name
+    text = re.sub(r"\W", "_", name) or "tool"
+    return f"_{text}" if text[0].isdigit() or keyword.iskeyword(text) else text
+
+
+def _clean(schema: Any) -> dict[str, Any]:
+    """The input schema as the model reads it: the titles the SDK generates dropped."""
+    schema = dict(schema) if isinstance(schema, Mapping) else {"type": "object"}
+    schema.pop("title", None)
+    schema.setdefault("type", "object")
+    props = schema.get("properties")
+    if isinstance(props, Mapping):
+        schema["properties"] = {k: ({x: y for x, y in v.items() if x != "title"}
+                                    if isinstance(v, Mapping) else v) for k, v in props.items()}
+    else:
+        schema["properties"] = {}
+    return schema
+
+
+__all__ = ["MCPServer", "MCPTool", "value_of"]
