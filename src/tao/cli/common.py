@@ -221,6 +221,63 @@ ToolsOpt = Annotated[list[str] | None, typer.Option(
     help="Your own tools instead of the built-in calculators: the @tool functions and Toolboxes "
     "at the top level of a .py file or an importable module, or only its attribute NAME (a "
     "tool, a Toolbox or a list of tools). Repeat it for more.")]
+McpOpt = Annotated[list[str] | None, typer.Option(
+    "--mcp", metavar='"COMMAND ARGS" | URL', show_default=False,
+    help="An MCP server whose tools the agent gets: a command line tao starts (stdio) or an "
+    "http(s) URL (streamable HTTP). Repeat it for more; replaces tao.toml's mcp list.")]
+
+
+def open_mcp(given: list[str] | None, config: Any = None, timeout: float = 30.0) -> list[Any]:
+    """The MCP servers ``--mcp`` names (else ``tao.toml``'s ``mcp``, its commands run in the
+    file's folder), each connected now: one that cannot start is a usage error (exit 2) before
+    any model is paid, and the ones already started are closed."""
+    import re
+    import shlex
+
+    specs = list(given or ())
+    base = None
+    if not specs and config is not None and getattr(config, "mcp", None):
+        specs, base = list(config.mcp), config.base
+    if not specs:
+        return []
+    from ..mcp import MCPConnectError, MCPServer
+
+    servers: list[Any] = []
+    try:
+        for spec in specs:
+            spec = spec.strip()
+            try:
+                server = (MCPServer(url=spec, timeout=timeout) if re.match(r"^https?://", spec)
+                          else MCPServer(command=shlex.split(spec), cwd=base, timeout=timeout))
+            except ValueError as e:
+                raise typer.BadParameter(f"{spec!r}: {e}", param_hint="'--mcp'") from None
+            servers.append(server)
+            server.connect()
+    except MCPConnectError as e:
+        close_mcp(servers)
+        raise fail(f"error: {e}", 2) from None
+    except BaseException:
+        close_mcp(servers)
+        raise
+    return servers
+
+
+def with_mcp(tools: list[Any] | None, servers: list[Any]) -> list[Any] | None:
+    """The agent's tools: the user's (or, when there are none, the built-in calculators) and
+    the MCP servers' (a clashing name gets the server's prefix)."""
+    if not servers:
+        return tools
+    if tools is None:
+        from ..tools.calculator import calculate, calculator
+
+        tools = [calculate, calculator]
+    return [*tools, *servers]
+
+
+def close_mcp(servers: list[Any]) -> None:
+    for server in servers:
+        server.close()  # never raises
+
 
 # -- guardrails (tao.guard): the same flags on run, code and chat ---------------------------------
 _NAMES = dict(metavar="TOOL[,TOOL]", show_default=False)
@@ -313,5 +370,6 @@ def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = No
 
 
 __all__ = ["ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
+           "McpOpt", "close_mcp", "open_mcp", "with_mcp",
            "ModelOpt", "Settings", "TaskArg", "TaskFileOpt", "TimeoutOpt", "ToolsOpt", "app",
            "check_timeout", "data_dir", "fail", "guard_options", "is_config_error", "locale_language", "pkg", "read_task", "settings"]

@@ -15,7 +15,8 @@ from ..errors import TaoError
 from ..models.base import Model
 from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
                      DenyOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
-                     MaxTokensOpt, MaxToolCallsOpt, MaxTurnsOpt, ModelOpt, NoAuditOpt, TaskArg,
+                     MaxTokensOpt, MaxToolCallsOpt, MaxTurnsOpt, McpOpt, ModelOpt, NoAuditOpt,
+                     TaskArg, close_mcp, open_mcp, with_mcp,
                      TaskFileOpt, TimeoutOpt, ToolsOpt, UntrustedOpt, app, fail, guard_options,
                      is_config_error, open_trace, pkg, read_task, settings)
 
@@ -92,7 +93,7 @@ def run_command(
     untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
     no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
-    max_repeats: MaxRepeatsOpt = None,
+    max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
@@ -108,14 +109,17 @@ def run_command(
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
+    servers = open_mcp(mcp, s.config)
     try:
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
-                                json_output=json_output, trace=trace, quiet=quiet, tools=s.tools,
-                                guard=guard)
+                                json_output=json_output, trace=trace, quiet=quiet,
+                                tools=with_mcp(s.tools, servers), guard=guard)
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
     except (TaoError, ValueError, OSError) as e:  # no sandbox here; no price for --max-cost...
         raise fail(f"error: {e}", 2) from None
+    finally:
+        close_mcp(servers)
     code = 0 if result.ok else 2 if is_config_error(result.error) else 1
     if code and quiet and not json_output:
         why = result.error or f"no final answer after {result.turns} turns ({result.status})"
