@@ -28,7 +28,8 @@ from ..lang import detect_language
 from ..messages import Message
 from .common import (ASK, DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
                      DenyOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
-                     MaxTokensOpt, MaxToolCallsOpt, ModelOpt, NoAuditOpt, TimeoutOpt, ToolsOpt,
+                     MaxTokensOpt, MaxToolCallsOpt, McpOpt, ModelOpt, NoAuditOpt, TimeoutOpt,
+                     ToolsOpt, close_mcp, open_mcp, with_mcp,
                      UntrustedOpt, app, data_dir, fail, guard_options, locale_language, pkg,
                      settings)
 
@@ -236,7 +237,7 @@ def chat_command(
     untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
     no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
-    max_repeats: MaxRepeatsOpt = None,
+    max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
 ) -> None:
     """Talk to an agent: each line is a task, answered with the conversation so far.
 
@@ -252,13 +253,15 @@ def chat_command(
                           untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
                           max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
                           max_tool_calls=max_tool_calls, max_repeats=max_repeats)
-    session = ChatSession(chosen, s.model, agent=s.agent, tools=s.tools, max_turns=s.max_turns,
-                          timeout=s.timeout, guard=guard)
+    servers = open_mcp(mcp, s.config)  # started once, for every question of the session
+    session = ChatSession(chosen, s.model, agent=s.agent, tools=with_mcp(s.tools, servers),
+                          max_turns=s.max_turns, timeout=s.timeout, guard=guard)
     lines = _LineHistory()
     try:
         session.loop()
     finally:
         lines.save(session)
+        close_mcp(servers)
     raise typer.Exit(0)
 
 

@@ -22,7 +22,8 @@ from ..errors import TaoError
 from ..lang import detect_language
 from .common import (ASK, DEFAULT_TIMEOUT_S, AllowOpt, ApprovalOpt, AuditOpt, DenyOpt,
                      HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt, MaxTokensOpt,
-                     MaxToolCallsOpt, ModelOpt, NoAuditOpt, TaskArg, TaskFileOpt, TimeoutOpt,
+                     MaxToolCallsOpt, McpOpt, ModelOpt, NoAuditOpt, TaskArg, TaskFileOpt,
+                     TimeoutOpt, close_mcp, open_mcp,
                      UntrustedOpt, app, fail, guard_options, is_config_error, locale_language,
                      open_trace, pkg, read_task, settings)
 
@@ -96,7 +97,7 @@ def code_command(
     untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
     no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
-    max_repeats: MaxRepeatsOpt = None,
+    max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
 ) -> None:
     """The coding agent: writes the project TASK asks for into --workspace, file by file.
 
@@ -120,7 +121,13 @@ def code_command(
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
-    ws = _workspace(s.workspace, language, sandbox, s.tools or ())
+    servers = open_mcp(mcp, s.config)  # their tools join the workspace's (prefixed on a clash)
+    try:
+        ws = _workspace(s.workspace, language, sandbox,
+                        [*(s.tools or ()), *(t for server in servers for t in server)])
+    except BaseException:
+        close_mcp(servers)
+        raise
     view = CodeView(ws.root, language)
     sinks: list[Any] = [view]
     code = 0
@@ -140,6 +147,7 @@ def code_command(
         for sink in sinks:
             sink.close()
         _close(ws)
+        close_mcp(servers)
     raise typer.Exit(code)
 
 

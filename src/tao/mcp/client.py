@@ -70,7 +70,7 @@ class MCPServer(Toolbox):
             raise TypeError("requires_approval must be True/False or a predicate on the arguments")
         self.command, self.url = (list(command) if command else None), url
         self.env, self.cwd, self.headers = dict(env or {}), cwd, dict(headers or {})
-        self.timeout, self.name, self.prefix = float(timeout), name, prefix
+        self.timeout, self._given_name, self.prefix = float(timeout), name, prefix
         self.marks = {"requires_approval": requires_approval, "high_risk": high_risk,
                       "untrusted_output": untrusted_output, "secret": tuple(secret)}
         label = name or url or " ".join(os.path.basename(c) for c in (self.command or ())[:3])
@@ -134,8 +134,13 @@ class MCPServer(Toolbox):
         return tools
 
     @property
+    def name(self) -> str:
+        """The server's name: the one given, else the one it gives itself once connected."""
+        return self._given_name or self.connection.server_name or self.connection.label
+
+    @property
     def server_prefix(self) -> str:
-        return _identifier(self.prefix or self.name or self.connection.server_name or "mcp")
+        return _identifier(self.prefix or self._given_name or self.connection.server_name or "mcp")
 
     # -- calls --------------------------------------------------------------------------------
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
