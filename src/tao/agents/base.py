@@ -62,6 +62,14 @@ def make_guard(options: dict[str, Any]) -> Any:
     return Guard(**options)
 
 
+def make_memory(memory: Any) -> Any:
+    """The agent's ``memory=`` (``tao.memory.inject.as_memory``: None fits each call to the
+    model's context, a store or ``Memory`` adds recall, ``remember`` and extraction)."""
+    from ..memory.inject import as_memory
+
+    return as_memory(memory)
+
+
 class Agent:
     """Base class: subclasses implement ``stream(task)``, an async generator of events that ends
     with ``RunFinished``. ``arun``/``run`` drive it and hand every event to the sinks."""

@@ -34,7 +34,7 @@ from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
-from .base import Agent, Result, detect_language, make_guard
+from .base import Agent, Result, detect_language, make_guard, make_memory
 from .code_blocks import CODE_GRAMMAR, Reply, split_reply
 
 
@@ -65,7 +65,7 @@ class CodeActAgent(Agent):
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  sandbox: Any = None, max_turns: int = 10, system_prompt: str | None = None,
                  language: str | None = None, helpers: bool = True, timeout: float | None = None,
-                 **guard: Any):
+                 memory: Any = None, **guard: Any):
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
@@ -73,6 +73,8 @@ class CodeActAgent(Agent):
         if helpers:
             self.toolbox = Toolbox([*self.toolbox, *(t for t in ARITHMETIC
                                                      if t.name not in self.toolbox)])
+        self.memory = make_memory(memory)  # tao.memory.Memory: recall, remember, context fitting
+        self.toolbox = self.memory.with_tools(self.toolbox)
         if isinstance(sandbox, str):
             from ..sandbox import KINDS
 
@@ -113,7 +115,8 @@ class CodeActAgent(Agent):
         lang = self.language or detect_language(task)
         texts = prompts.table("codeact")[lang]
         guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox)
-        model = guard.wrap(self.model)
+        mem = self.memory.start(task, lang)
+        model = guard.wrap(mem.wrap(self.model))
         messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
             else [Message.system(self.prompt(lang) + guard.system_note()), *self.example(lang),
                   Message.user(task)]
@@ -196,9 +199,9 @@ class CodeActAgent(Agent):
         finally:
             if own:
                 await sandbox.close()
-        yield RunFinished(guard.finish(Result(answer, status, turn, executions, usage,
-                                              time.perf_counter() - start, messages, error,
-                                              described)))
+        result = Result(answer, status, turn, executions, usage, time.perf_counter() - start,
+                        messages, error, described)
+        yield RunFinished(guard.finish(await mem.finish(result, self.model)))
 
     def _sandbox(self, tools: Toolbox) -> Any:
         """The run's sandbox, with ``tools`` (this agent's, behind the run's guard): a fresh one

@@ -32,7 +32,7 @@ from ..plan.planner import PlanFailed, Planner, Tally
 from ..plan.references import references, resolve
 from ..plan.schema import Plan, Step
 from ..tools.base import Tool, Toolbox, to_text
-from .base import Agent, Result, detect_language, make_guard
+from .base import Agent, Result, detect_language, make_guard, make_memory
 
 _END = object()
 @dataclass(slots=True)
@@ -72,7 +72,8 @@ class PlanExecuteAgent(Agent):
     comes after those ``StepStarted``. If the reply turns out invalid part-way, the steps that
     ran are kept and the planner is asked for the rest.
 
-    ``guard``: the guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see
+    ``memory``: ``tao.memory.Memory`` (each call fitted to
+    the context by default). ``guard``: the guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see
     ``tao.guard``): a tool step is admitted before its ``StepStarted``; a refused one fails
     without retries, so the planner hears why.
     """
@@ -85,7 +86,7 @@ class PlanExecuteAgent(Agent):
                  max_fixes: int = 2, step_timeout: float | None = None,
                  retry_backoff: float = 0.5, stream_plan: bool = False,
                  language: str | None = None, system_prompt: str | None = None,
-                 ray_options: dict[str, Any] | None = None, **guard: Any):
+                 ray_options: dict[str, Any] | None = None, memory: Any = None, **guard: Any):
         if executor not in ("async", "ray"):
             raise ValueError(f"executor={executor!r} is not available; use 'async' or 'ray'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
@@ -97,7 +98,8 @@ class PlanExecuteAgent(Agent):
         if step_agent is not None and not (isinstance(step_agent, Agent) or callable(step_agent)):
             raise TypeError(f"step_agent must be an Agent or a factory of agents, not {step_agent!r}")
         self.model = model
-        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.memory = make_memory(memory)  # tao.memory.Memory: recall, remember, context fitting
+        self.toolbox = self.memory.with_tools(tools if isinstance(tools, Toolbox) else Toolbox(tools))
         if executor == "ray":  # lazy: only a Ray agent imports ray; unpicklable tools fail now
             from ..plan.ray_executor import check_tools, import_ray
 
@@ -140,7 +142,8 @@ class PlanExecuteAgent(Agent):
             from ..plan.ray_executor import RayTools
 
             run.remote = RayTools(self.toolbox, self.ray_options)
-        planner = Planner(guard.wrap(self.model), self.toolbox, emit, run.tally, lang=run.lang,
+        mem = self.memory.start(task, lang)
+        planner = Planner(guard.wrap(mem.wrap(self.model)), self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
                           system_prompt=self.system_prompt)
         executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
@@ -182,8 +185,9 @@ class PlanExecuteAgent(Agent):
             error = str(e) if isinstance(e, PlanFailed) else f"{type(e).__name__}: {e}"
             emit(Error(error, run.tally.turns))
         t = run.tally
-        emit(RunFinished(guard.finish(Result(answer, status, t.turns, t.tool_calls, t.usage,
-                                             time.perf_counter() - start, planner.messages, error))))
+        result = Result(answer, status, t.turns, t.tool_calls, t.usage,
+                        time.perf_counter() - start, planner.messages, error)
+        emit(RunFinished(guard.finish(await mem.finish(result, self.model))))
 
     async def _first_plan(self, planner: Planner, executor: Executor,
                           run: _Run) -> tuple[Plan, dict[str, Outcome] | None]:

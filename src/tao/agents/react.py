@@ -13,7 +13,7 @@ from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..tools.base import Tool, Toolbox
-from .base import Agent, Result, detect_language, make_guard
+from .base import Agent, Result, detect_language, make_guard, make_memory
 from .protocols import JsonProtocol, TextProtocol, ToolsProtocol
 
 PROTOCOLS = {"tools": ToolsProtocol, "text": TextProtocol, "json": JsonProtocol}
@@ -28,7 +28,8 @@ class ReActAgent(Agent):
     and seed 002's ``Action: write_file【path】`` + fenced block when a tool takes a long text -
     parsed tolerantly; ``"json"`` seed 003's ``{"thought", "action", "action_input"}`` object.
     Replies the protocol cannot use get a corrective observation and the loop goes on. ``language``
-    ("zh"/"en") picks the prompt; by default it follows the task. ``guard``: the guardrails'
+    ("zh"/"en") picks the prompt; by default it follows the task. ``memory``: see
+    ``tao.memory.Memory`` (by default each call is fitted to the model's context). ``guard``: the guardrails'
     keywords (``allow= deny= approve= audit= max_tokens= max_cost= max_seconds= max_tool_calls=
     max_repeats=`` ..., see ``tao.guard``).
     """
@@ -37,13 +38,15 @@ class ReActAgent(Agent):
 
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  protocol: Literal["tools", "text", "json"] = "tools", max_turns: int = 10,
-                 system_prompt: str | None = None, language: str | None = None, **guard: Any):
+                 system_prompt: str | None = None, language: str | None = None,
+                 memory: Any = None, **guard: Any):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be 'tools', 'text' or 'json', not {protocol!r}")
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
-        self.toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
+        self.memory = make_memory(memory)
+        self.toolbox = self.memory.with_tools(tools if isinstance(tools, Toolbox) else Toolbox(tools))
         self.protocol = PROTOCOLS[protocol]()
         self.max_turns = max_turns
         self.system_prompt = system_prompt
@@ -57,7 +60,8 @@ class ReActAgent(Agent):
         lang = self.language or detect_language(task)
         proto, toolbox = self.protocol, self.toolbox
         guard = self.guard.start(task, self.name, self.model.name, lang, toolbox)
-        model, door = guard.wrap(self.model), toolbox.bind(guard)  # both doors, guarded
+        mem = self.memory.start(task, lang)  # recalled memories, history, context fitting
+        model, door = guard.wrap(mem.wrap(self.model)), toolbox.bind(guard)  # both doors, guarded
         system = (self.system_prompt or proto.system_prompt(lang, toolbox)) + guard.system_note()
         messages = [Message.system(system), Message.user(task)]
         kwargs = proto.model_kwargs(self.model, toolbox, lang)
@@ -110,5 +114,6 @@ class ReActAgent(Agent):
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)
-        yield RunFinished(guard.finish(Result(answer, status, turn, n_calls, usage,
-                                              time.perf_counter() - start, messages, error)))
+        result = Result(answer, status, turn, n_calls, usage, time.perf_counter() - start,
+                        messages, error)
+        yield RunFinished(guard.finish(await mem.finish(result, self.model)))

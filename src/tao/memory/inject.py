@@ -1,0 +1,238 @@
+"""``memory=`` on every agent: one object at the model door for short- and long-term memory.
+
+    from tao import ReActAgent
+    from tao.memory import Memory, MemoryStore
+
+    memory = Memory(MemoryStore(), user="ana")     # or memory=True: the default store
+    ReActAgent(model, tools, memory=memory).run("I prefer answers in Celsius. Weather in Oslo?")
+    ReActAgent(model, tools, memory=memory).run("And in Rome?")   # a later run, a later session
+
+A run with memory (``Memory.start``) wraps the agent's model once (``MemoryRun.wrap``) - no
+loop knows about it. Each model call of the run then gets, just before the task message:
+
+- the memories recalled for the task when the run started (the best matches, plus the user's
+  newest preferences, within ``recall_tokens``), as one system message;
+- ``history``, the conversation so far (what ``WithHistory`` does; an agent whose model is a
+  ``WithHistory`` for the same task has that history taken over here, so it is fitted too);
+
+and the whole call is fitted to the model's context (``short.Fitter``: oldest turns dropped or
+summarised, never the system prompt, the task or the last turns). The agent also gets a
+``remember`` tool, and when the run has ended ``finish`` writes what the user said about
+themselves (``extract="rules"``, no model call; ``"model"``: one call; ``False``: nothing).
+Nothing that the agent sent as instructions is ever stored (``extract.PromptText``).
+
+``memory=None`` (the default) still fits every call to the context the model declares (the
+embedded model's ``n_ctx``); ``memory=False`` turns even that off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import prompts
+from ..messages import Message, Usage
+from ..models.base import Chunk, Model, ModelResponse
+from .extract import PromptText, from_model, rules
+from .short import Counter, Fitter
+
+
+class Memory:
+    """``Memory(store=None, *, history=None, user=None, max_context_tokens=None,
+    overflow="drop", keep_last=4, recall=5, recall_tokens=400, min_score=0.25, remember=True,
+    extract="rules")``. ``store``: a ``MemoryStore``, a path, ``True`` (the default store in the
+    user data directory) or ``None`` (short-term only). ``user`` scopes what is recalled and
+    stored (one store, many users: smolagents #703). ``history``: a list of ``Message``s read at
+    every call (a chat appends to it)."""
+
+    def __init__(self, store: Any = None, *, history: list[Message] | None = None,
+                 user: str | None = None, max_context_tokens: int | None = None,
+                 overflow: str = "drop", keep_last: int = 4, recall: int = 5,
+                 recall_tokens: int = 400, min_score: float = 0.25, remember: bool = True,
+                 extract: str | bool = "rules", fit: bool = True):
+        if extract not in ("rules", "model", False, None):
+            raise ValueError(f"extract must be 'rules', 'model' or False, not {extract!r}")
+        if store is True:
+            from .store import MemoryStore
+
+            store = MemoryStore()
+        elif isinstance(store, (str, Path)):
+            from .store import MemoryStore
+
+            store = MemoryStore(store)
+        elif store is not None and not (hasattr(store, "add") and hasattr(store, "search")):
+            raise TypeError(f"store must be a MemoryStore, a path, True or None, not {store!r}")
+        self.store, self.user = store, user
+        self.history = history if history is not None else []
+        self.fitter = Fitter(max_context_tokens, overflow, keep_last) if fit else None
+        self.recall, self.recall_tokens, self.min_score = recall, recall_tokens, min_score
+        self.remember, self.extract = remember, extract or False
+        self.prompt_text = PromptText()
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        return {"user": self.user} if self.user is not None else {}
+
+    def tools(self) -> list[Any]:
+        """The ``remember`` tool, when there is a store to write to."""
+        if self.store is None or not self.remember:
+            return []
+        from ..tools.base import FunctionTool
+
+        def remember(text: str) -> str:
+            lang = "zh" if any("\u4e00" <= c <= "\u9fff" for c in text) else "en"
+            return self.save([text], lang, source="remember_tool")[0]
+
+        t = prompts.table("memory")
+        tool = FunctionTool(remember, name="remember", description=t["en"]["remember"])
+        self.prompt_text.add(t["en"]["remember"])
+        self.prompt_text.add(t["zh"]["remember"])
+        return [tool]
+
+    def with_tools(self, toolbox: Any) -> Any:
+        """``toolbox`` plus this memory's tools (a tool of the same name given by the user wins)."""
+        from ..tools.base import Toolbox
+
+        extra = [t for t in self.tools() if t.name not in toolbox]
+        if not extra:
+            return toolbox
+        for t in toolbox:
+            self.prompt_text.add(t.description)
+        return Toolbox([*toolbox, *extra])
+
+    def save(self, texts: Sequence[str], lang: str, **metadata: Any) -> list[str]:
+        """Store each text as a memory unless it is prompt text; what the model is told."""
+        t = prompts.table("memory")[lang]
+        kind = metadata.pop("kind", "fact")
+        out = []
+        for text in texts:
+            text = (text or "").strip()
+            if not text:
+                out.append(prompts.render(t["refused"], why=t["empty"]))
+            elif text in self.prompt_text:
+                out.append(prompts.render(t["refused"], why=t["prompt_text"]))
+            else:
+                self.store.add(text, kind=kind, **self.scope, **metadata)
+                out.append(prompts.render(t["remembered"], fact=text))
+        return out
+
+    def recalled(self, task: str) -> str:
+        """The memories for ``task`` as prompt lines: the best matches and the newest
+        preferences of this user, within ``recall_tokens``."""
+        if self.store is None or not self.recall or not task.strip():
+            return ""
+        from .store import compress
+
+        found = self.store.search(task, k=self.recall, min_score=self.min_score, **self.scope)
+        newest = self.store.all(kind="preference", **self.scope)[-3:][::-1]
+        items = compress([*found, *newest], self.recall_tokens)
+        return "\n".join(f"- {i.text}" for i in items)
+
+    def start(self, task: str, lang: str) -> MemoryRun:
+        return MemoryRun(self, task, "zh" if lang == "zh" else "en")
+
+
+class MemoryRun:
+    """One run's memory: what was recalled, the wrapped model, the end-of-run extraction."""
+
+    def __init__(self, memory: Memory, task: str, lang: str):
+        self.memory, self.task, self.lang = memory, task, lang
+        self.history: list[Message] = memory.history
+        notes = memory.recalled(task)
+        self.note = prompts.render(prompts.table("memory")[lang]["recalled"], memories=notes) \
+            if notes else ""
+        self.usage = Usage()
+
+    def wrap(self, model: Model) -> Model:
+        """``model`` as this run's calls should reach it (the model itself when there is
+        nothing to add and no context to fit)."""
+        from ..models.history import WithHistory
+
+        if isinstance(model, WithHistory) and model.task == self.task:
+            self.history = [*self.history, *model.history]
+            model = model.model
+        fitter = self.memory.fitter
+        if not (self.note or self.history or (fitter and fitter.budget(model, {}))):
+            return model
+        return Remembering(model, self)
+
+    async def finish(self, result: Any, model: Model | None = None) -> Any:
+        """After the run: what the user said about themselves goes to the store."""
+        memory = self.memory
+        if memory.store is None or not memory.extract:
+            return result
+        if memory.extract == "model" and model is not None:
+            facts, used = await from_model(model, self.task, self.lang)
+            result.usage.add(used)
+        else:
+            facts = rules(self.task)
+        for fact in facts:
+            kind = "preference" if _preference(fact) else "fact"
+            memory.save([fact], self.lang, kind=kind, source="extract")
+        return result
+
+
+def _preference(text: str) -> bool:
+    low = text.casefold()
+    return any(w in low for w in ("prefer", "like", "love", "hate", "always", "never", "from now on",
+                                  "喜欢", "爱", "讨厌", "偏好", "习惯", "以后", "总是", "始终"))
+
+
+class Remembering(Model):
+    """The run's model behind its memory (see the module doc). Attributes not its own are the
+    wrapped model's (``stats()``, ``llm``, ``n_ctx``)."""
+
+    def __init__(self, model: Model, run: MemoryRun):
+        self.model, self.run = model, run
+        self.name, self.supports_grammar = model.name, model.supports_grammar
+        self.counter = Counter(model)
+
+    def assemble(self, messages: Sequence[Message]) -> tuple[list[Message], int, int]:
+        """The call's messages with the recalled note and the history before the task; the
+        length of the head that stays and the task's index (-1 when the call has no task)."""
+        messages = list(messages)
+        for m in messages:
+            if m.role == "system":
+                self.run.memory.prompt_text.add(m.content)
+        i = next((j for j, m in enumerate(messages) if m.role == "user" and m.content == self.run.task), -1)
+        if i < 0:
+            head = next((j for j, m in enumerate(messages) if m.role != "system"), len(messages))
+            return messages, head, -1
+        extra = ([Message.system(self.run.note)] if self.run.note else []) + list(self.run.history)
+        head = i + bool(self.run.note)
+        return [*messages[:i], *extra, *messages[i:]], head, i + len(extra)
+
+    async def stream(self, messages: Sequence[Message], **kwargs: Any) -> AsyncIterator[Chunk]:
+        sent, head, task = self.assemble(messages)
+        fitter, used = self.run.memory.fitter, Usage()
+        if fitter is not None:
+            sent, used = await fitter.fit(self.model, self.counter, sent, head, task, kwargs)
+        async for chunk in self.model.stream(sent, **kwargs):
+            if type(chunk) is ModelResponse:
+                self.counter.observe(sent, kwargs.get("tools"), chunk.usage)
+                if used.total_tokens:  # the summary written for this call counts as its cost
+                    total = Usage(chunk.usage.prompt_tokens + used.prompt_tokens,
+                                  chunk.usage.completion_tokens + used.completion_tokens)
+                    chunk = ModelResponse(chunk.message, total, chunk.finish_reason)
+            yield chunk
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "model":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+
+def as_memory(value: Any) -> Memory:
+    """What ``memory=`` accepts: ``None`` (fit the context only), ``False`` (nothing), ``True``
+    (the default store), a path, a ``MemoryStore`` or a ``Memory``."""
+    if isinstance(value, Memory):
+        return value
+    if value is None:
+        return Memory()
+    if value is False:
+        return Memory(fit=False)
+    return Memory(value)
+
+
+__all__ = ["Memory", "MemoryRun", "Remembering", "as_memory"]
