@@ -55,7 +55,8 @@ class CodeActAgent(Agent):
     reused - its variables outlive the run - gets this agent's tools, and is left open for its
     owner. ``RunStarted.sandbox`` and ``Result.sandbox`` name the backend that ran the code.
     ``timeout``: seconds one block may run (default: the sandbox's limit). ``system_prompt``
-    replaces the prompt and its one-shot example (``prompts/codeact.*``). ``guard``: the
+    replaces the prompt and its one-shot example (``prompts/codeact.*``). ``memory``:
+    ``tao.memory.inject.Memory`` (each call fitted to the context by default). ``guard``: the
     guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see ``tao.guard``);
     they hold for every tool call the code makes through the bridge.
     """

@@ -72,8 +72,8 @@ class PlanExecuteAgent(Agent):
     comes after those ``StepStarted``. If the reply turns out invalid part-way, the steps that
     ran are kept and the planner is asked for the rest.
 
-    ``memory``: ``tao.memory.Memory`` (each call fitted to
-    the context by default). ``guard``: the guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see
+    ``memory``: ``tao.memory.inject.Memory`` (each call fitted to the context by default).
+    ``guard``: the guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see
     ``tao.guard``): a tool step is admitted before its ``StepStarted``; a refused one fails
     without retries, so the planner hears why.
     """
