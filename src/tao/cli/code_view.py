@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
+from ..events import (Action, ApprovalDecided, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
                       RunStarted, Thought, TokenDelta, TurnStarted)
 
 TEXTS = {
@@ -24,16 +24,21 @@ TEXTS = {
            "interrupted": "已中断：已写入的文件保留在 {root}",
            "summary": "{status}：{turns} 轮，{calls} 次工具调用，tokens {p}+{c}，{s:.1f} 秒",
            "done": "完成", "max_turns": "未完成（已达轮数上限）", "error": "出错",
-           "retry": "重试（第 {n} 次，{s:.1f} 秒后）：{why}"},
+           "retry": "重试（第 {n} 次，{s:.1f} 秒后）：{why}", "approved": "{tool}：已批准（{by}）",
+           "rejected": "{tool}：已拒绝（{by}）", "edited": "{tool}：参数已修改（{by}），实际执行：",
+           "budget": "未完成（预算用完）"},
     "en": {"task": "Task: ", "workspace": "Workspace: ", "turn": "Turn {n}", "answer": "Final Answer: ",
            "files": "Files in {root} ({n}):", "no_files": "No files in {root} yet",
            "more": "... {n} more files", "bytes": "{n} bytes", "chars": "{n} characters",
            "interrupted": "Interrupted: the files written so far are kept in {root}",
            "summary": "{status}: {turns} turns, {calls} tool calls, tokens {p}+{c}, {s:.1f} s",
            "done": "done", "max_turns": "stopped: turn limit reached", "error": "error",
-           "retry": "retrying (attempt {n}, in {s:.1f} s): {why}"},
+           "retry": "retrying (attempt {n}, in {s:.1f} s): {why}", "approved": "{tool}: approved ({by})",
+           "rejected": "{tool}: rejected ({by})", "edited": "{tool}: edited ({by}), runs with ",
+           "budget": "stopped: budget spent"},
 }
-_STYLE = {"done": "bold green", "max_turns": "bold yellow", "error": "bold red"}
+_STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
+          "error": "bold red"}
 MAX_LISTED = 50
 
 
@@ -79,6 +84,8 @@ class CodeView:
             self._calls[event.call.id] = event.call
             if not self._streamed:
                 self._line(("Action: ", "bold magenta"), self._short(event.call))
+        elif kind is ApprovalDecided:  # the question itself is the approver's (on stderr)
+            self._decided(event)
         elif kind is Observation:
             style = "bold red" if event.is_error else "bold green"
             self._line(("Observation: ", style), (event.content, "red" if event.is_error else ""))
@@ -122,6 +129,20 @@ class CodeView:
             self._line((f"  {self.t['more'].format(n=len(found) - MAX_LISTED)}", "dim"))
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _decided(self, e: Any) -> None:
+        """What was decided, in the user's language: the streamed Action shows the arguments the
+        model wrote, so an edit says what runs instead."""
+        text = self.t[e.verdict if e.verdict in ("approved", "edited") else "rejected"]
+        text = text.format(tool=e.tool, by=e.by)
+        if e.verdict == "edited":
+            import json
+
+            self._line((text, "bold yellow"), json.dumps(e.arguments, ensure_ascii=False, default=str))
+        elif e.verdict == "approved":
+            self._line((text, "bold green"))
+        else:
+            self._line((text, "bold red"), (f"：{e.reason}" if self.t is TEXTS["zh"] else
+                                             f": {e.reason}") if e.reason else "")
     def _end_line(self) -> None:
         if self._open_line:
             self.console.print()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,6 +107,47 @@ class AutoReject:
         return [Decision.reject(self.reason) for _ in requests]
 
 
+class Screen:
+    """The live displays on the terminal (``PlanView``'s tree, redrawn in place): the terminal
+    approver holds them still while it asks, or the redraw would run over the question and the
+    answer being typed. A view ``add``s itself while it is live; held, it stops drawing and keeps
+    what comes meanwhile for after. Held views are kept weakly: a view never closed is no leak."""
+
+    def __init__(self) -> None:
+        import threading
+        import weakref
+
+        self._views: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def add(self, view: Any) -> None:
+        with self._lock:
+            self._views.add(view)
+
+    def discard(self, view: Any) -> None:
+        with self._lock:
+            self._views.discard(view)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Every view's ``pause()`` now, its ``resume()`` at the end (also on an error)."""
+        with self._lock:
+            views = list(self._views)
+        paused = []
+        try:
+            for view in views:
+                view.pause()
+                paused.append(view)
+            yield
+        finally:
+            for view in reversed(paused):
+                view.resume()
+
+
+#: the terminal's live displays (one terminal per process)
+SCREEN = Screen()
+
+
 class TerminalApprover:
     """Asks on the terminal: the batch listed together, then y / n (and a reason) / e (new JSON
     arguments) for each. Reads in a thread, so the other steps of a plan keep running."""
@@ -123,6 +165,10 @@ class TerminalApprover:
         return await asyncio.to_thread(self._ask_all, requests)
 
     def _ask_all(self, requests: list[ApprovalRequest]) -> list[Decision]:
+        with SCREEN.held():  # a live view drawn over the question would garble it
+            return self._ask_batch(requests)
+
+    def _ask_batch(self, requests: list[ApprovalRequest]) -> list[Decision]:
         t = self.t
         self.write(prompts.render(t["ask_header"], n=str(len(requests))))
         for i, r in enumerate(requests, 1):

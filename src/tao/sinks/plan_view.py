@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..events import (Action, CodeExecution, Error, Event, ExecutionFinished, FinalAnswer, Nested,
+from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution, Error, Event, ExecutionFinished, FinalAnswer, Nested,
                       Observation, PlanCreated, Replanned, RunFinished, RunStarted, StepFailed,
                       StepFinished, StepRetried, StepSkipped, StepStarted, Thought, TokenDelta,
                       TurnStarted)
@@ -78,6 +78,8 @@ def nested_line(event: Event) -> str | None:
         return f"Output: {_cut(event.observation or event.stdout or event.error or '')}"
     if kind is FinalAnswer:
         return f"Final Answer: {_cut(event.text)}"
+    if kind in (ApprovalRequested, ApprovalDecided):
+        return approval_line(event)
     if kind is Error:
         return f"{'Warning' if event.recoverable else 'Error'}: {_cut(event.message)}"
     if kind is PlanCreated:
@@ -89,6 +91,21 @@ def nested_line(event: Event) -> str | None:
         detail = getattr(event, "result", None) or getattr(event, "error", None) or event.reason
         return f"{mark} {event.step_id} → {_cut(detail, 60)}"
     return None
+
+
+def approval_line(event: ApprovalRequested | ApprovalDecided) -> str:
+    """``? approval: calculator {...} (why)`` while it waits; then what was decided."""
+    if type(event) is ApprovalRequested:
+        return f"? approval: {event.tool} {_cut(_args(event.arguments))}  ({event.reason})"
+    if event.verdict == "edited":
+        return f"✎ {event.tool}: edited ({event.by}), runs with {_cut(_args(event.arguments))}"
+    if event.verdict == "approved":
+        return f"✔ {event.tool}: approved ({event.by})"
+    return f"✘ {event.tool}: rejected ({event.by}){f': {_cut(event.reason)}' if event.reason else ''}"
+
+
+def _args(arguments: Any) -> str:
+    return json.dumps(arguments, ensure_ascii=False, default=str)
 
 
 @dataclass(slots=True)
@@ -120,26 +137,60 @@ class PlanView:
         self.plans: list[tuple[str, list[str]]] = []  # (title, step ids) per plan
         self.answer: str | None = None
         self.writing: int | None = None  # characters the model has streamed in this call
+        self.asking: dict[str, ApprovalRequested] = {}  # calls waiting for a decision
         self._lock = threading.RLock()
         self._live: Any = None
+        self._held = 0  # > 0 while the terminal approver asks (see pause)
+        self._later: list[tuple[Event, Any]] = []  # what came while held, shown after
+        self._restart = False  # the live view was stopped by pause: start it again on resume
 
     # -- the sink -----------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
         with self._lock:
             line = self._apply(event)
+            if self._held:
+                self._later.append((event, line))
+                return
+        self._show(event, line)
+
+    def _show(self, event: Event, line: Any) -> None:
+        kind = type(event)
         if self.live:
-            kind = type(event)
             if kind in (FinalAnswer, Error, RunFinished) and not getattr(event, "recoverable", False):
                 self._stop()
             elif kind in (TurnStarted, PlanCreated, Replanned, StepStarted) and self._live is None:
                 self._start()
             elif self._live is not None:
                 self._live.refresh()
-        if type(event) in (PlanCreated, Replanned) and not self.live:
+        if kind in (PlanCreated, Replanned) and not self.live:
             self.console.print(self._plan_view(self.plans[-1]))
-        elif line is not None and (not self.live or self._live is None):
-            self.console.print(line, highlight=False)
+        elif line is not None and (kind is ApprovalDecided or not self.live or self._live is None):
+            self.console.print(line, highlight=False)  # a decision: a line above the live tree
+
+    def pause(self) -> None:
+        """Stand still while the terminal approver asks (``tao.guard.approval.SCREEN``, from the
+        approver's thread): the live tree is stopped - its last picture stays above the question
+        - and what the run does meanwhile is kept for ``resume``."""
+        with self._lock:
+            self._held += 1
+            live, self._live = self._live, None
+            self._restart = self._restart or live is not None
+        if live is not None:  # outside our lock: Live's refresh thread takes it to draw
+            live.stop()
+
+    def resume(self) -> None:
+        """The question is answered: the live tree is drawn again below it, with what came."""
+        with self._lock:
+            self._held -= 1
+            if self._held:
+                return
+            later, self._later = self._later, []
+            restart, self._restart = self._restart, False
+        if restart:
+            self._start()
+        for event, line in later:
+            self._show(event, line)
 
     def close(self) -> None:
         """Stop the live view (a run that was interrupted)."""
@@ -158,6 +209,7 @@ class PlanView:
 
         with self._lock:
             parts = [self._plan_view(p, nested_max=NESTED_SHOWN) for p in self.plans]
+            parts += [Text(approval_line(r), "bold yellow") for r in self.asking.values()]
             if self.writing is not None:
                 parts.append(Text(f"✎ the model is writing… {self.writing} characters", "dim"))
             return Group(*parts)
@@ -177,6 +229,13 @@ class PlanView:
             return None
         if kind in (PlanCreated, Replanned, FinalAnswer, Error):
             self.writing = None
+        if kind is ApprovalRequested:
+            self.asking[event.call_id] = event
+            return Text(approval_line(event), "bold yellow")
+        if kind is ApprovalDecided:
+            self.asking.pop(event.call_id, None)
+            style = {"approved": "green", "edited": "yellow"}.get(event.verdict, "red")
+            return Text(approval_line(event), style)
         if kind is RunStarted:
             return Text.assemble(("Task: ", "bold"), event.task,
                                  (f"  ({event.agent} · {event.model})", "dim"))
@@ -317,11 +376,23 @@ class PlanView:
     def _start(self) -> None:
         from rich.live import Live
 
-        self._live = Live(self, console=self.console, refresh_per_second=self.refresh_per_second,
-                          transient=False, redirect_stdout=False, redirect_stderr=False)
-        self._live.start()
+        from ..guard.approval import SCREEN
+
+        with self._lock:  # resume (the approver's thread) and the run may both get here
+            if self._live is not None or self._held:
+                return
+            live = self._live = Live(self, console=self.console,
+                                     refresh_per_second=self.refresh_per_second, transient=False,
+                                     redirect_stdout=False, redirect_stderr=False)
+        SCREEN.add(self)
+        live.start()
 
     def _stop(self) -> None:
-        if self._live is not None:
+        with self._lock:
             live, self._live = self._live, None
+            self._restart = False
+        if live is not None:
             live.stop()  # leaves the final picture on screen
+            from ..guard.approval import SCREEN
+
+            SCREEN.discard(self)
