@@ -47,19 +47,21 @@ class Endpoint:
         if aiohttp:
             import aiohttp as aio
             from openai._constants import DEFAULT_CONNECTION_LIMITS
+            from yarl import URL
 
             options = FinalRequestOptions.construct(method="post", url=PATH,
                                                     security={"bearer_auth": True})
             self.url = str(self.sdk._prepare_url(PATH))
-            self.headers = dict(self.sdk._build_headers(options))
-            self.timeout = aio.ClientTimeout(total=None, sock_connect=timeout.connect,
-                                             sock_read=timeout.read, connect=timeout.pool)
+            self._url = URL(self.url)  # parsed once, not on each request
             limits = DEFAULT_CONNECTION_LIMITS  # the SDK's: 1,000 connections, 5 s keep-alive
             connector = aio.TCPConnector(limit=limits.max_connections or 0,
                                          keepalive_timeout=limits.keepalive_expiry,
                                          ssl=ssl_context())
-            self.session = aio.ClientSession(connector=connector)
-            self.proxy = _env_proxy(self.url)
+            timeouts = aio.ClientTimeout(total=None, sock_connect=timeout.connect,
+                                         sock_read=timeout.read, connect=timeout.pool)
+            self.session = aio.ClientSession(
+                connector=connector, headers=dict(self.sdk._build_headers(options)),
+                timeout=timeouts, **_env_proxy(self._url))
 
     def is_closed(self) -> bool:
         return self.sdk.is_closed() and (self.session is None or self.session.closed)
@@ -78,8 +80,7 @@ class Endpoint:
             _keep_bytes(stream.response, turn)
             return stream
         try:
-            response = await self.session.post(self.url, data=_dumps(body), headers=self.headers,
-                                               timeout=self.timeout, **self.proxy)
+            response = await self.session.post(self._url, data=_dumps(body))
         except _failures() as e:
             raise self._failure(e) from e
         if response.status >= 400:
@@ -174,14 +175,13 @@ class _Events:
         self.response.release()  # back to the pool when the body was read, else closed
 
 
-def _env_proxy(url: str) -> dict[str, Any]:
+def _env_proxy(url: Any) -> dict[str, Any]:
     """HTTPS_PROXY / HTTP_PROXY / NO_PROXY for ``url``, as aiohttp's ``trust_env`` reads them,
     read once: ``trust_env`` reads them again on a thread for each request."""
     from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
 
     try:
-        proxy, auth = get_env_proxy_for_url(URL(url))
+        proxy, auth = get_env_proxy_for_url(url)
     except LookupError:  # no proxy for this URL
         return {}
     return {"proxy": proxy, "proxy_auth": auth}
