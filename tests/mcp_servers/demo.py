@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TypedDict
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,9 +22,15 @@ def add(a: float, b: float) -> float:
     return a + b
 
 
+class Weather(TypedDict):
+    city: str
+    temp_c: int
+    sky: str
+
+
 @server.tool()
-def weather(city: str) -> dict:
-    """Today's weather in a city, as data."""
+def weather(city: str) -> Weather:
+    """Today's weather in a city, as structured data."""
     return {"city": city, "temp_c": 21, "sky": "晴"}
 
 
