@@ -7,8 +7,10 @@
     你想让 Agent 做什么？
     > 那上海呢？                          (the agent hears the first question and its answer)
 
-Each line is one run of the agent, given the conversation so far (``WithHistory``: every earlier
-question with its answer, before the new one). Ctrl-C stops the run in progress and the prompt
+Each line is one run of the agent, given the conversation so far (every earlier question with
+its answer, before the new one; the oldest turns left out when the model's context would
+overflow). What you say about yourself ("I prefer answers in Celsius", "我叫李雷") is kept in
+``<data dir>/memory.sqlite3`` for your later sessions (``--user NAME``, ``--no-memory``). Ctrl-C stops the run in progress and the prompt
 comes back, the conversation as it was; Ctrl-C twice in a row at the prompt, Ctrl-D or ``/exit``
 leaves. ``/reset`` forgets the conversation, ``/agent NAME`` and ``/model NAME`` switch for the
 next question (the conversation stays), ``/help`` lists them. The prompt has readline's line
@@ -66,7 +68,8 @@ class ChatSession:
 
     def __init__(self, model: Any, model_spec: str, *, agent: str = "react", tools: Any = None,
                  max_turns: int = 10, timeout: float = DEFAULT_TIMEOUT_S, console: Any = None,
-                 language: str | None = None, guard: dict[str, Any] | None = None):
+                 language: str | None = None, guard: dict[str, Any] | None = None,
+                 memory: Any = None, user: str | None = None):
         from rich.console import Console
 
         self.model, self.model_spec = model, model_spec
@@ -76,6 +79,9 @@ class ChatSession:
         self.language = language or locale_language()
         self.history: list[Any] = []
         self.guard = guard or {}  # the guardrails of every answer (budgets count per answer)
+        from ..memory.inject import Memory  # the conversation, fitted to the context; the store
+
+        self.memory = Memory(memory, history=self.history, user=user)
 
     @property
     def t(self) -> dict[str, str]:
@@ -134,13 +140,12 @@ class ChatSession:
     def ask(self, question: str) -> None:
         """One run of the agent on ``question`` with the conversation so far; a Ctrl-C stops it
         and leaves the conversation as it was before the question."""
-        from ..models.history import WithHistory
         from ..sinks.console import ConsoleSink
 
         sink = None
         try:
-            model = WithHistory(self.model, list(self.history), question)
-            runner = pkg().build_agent(self.agent, model, self.max_turns, tools=self.tools,
+            runner = pkg().build_agent(self.agent, self.model, self.max_turns, tools=self.tools,
+                                       memory=self.memory,
                                        **({"guard": self.guard} if self.guard else {}))
             if self.agent == "plan":
                 from ..sinks.plan_view import PlanView
@@ -238,6 +243,11 @@ def chat_command(
     no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
     max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
+    memory: Annotated[bool, typer.Option(
+        "--memory/--no-memory", help="Remember what you say about yourself across sessions "
+        "(<data dir>/memory.sqlite3).")] = True,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="Whose memories these are (default: your login name).")] = None,
 ) -> None:
     """Talk to an agent: each line is a task, answered with the conversation so far.
 
@@ -254,8 +264,13 @@ def chat_command(
                           max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
                           max_tool_calls=max_tool_calls, max_repeats=max_repeats)
     servers = open_mcp(mcp, s.config)  # started once, for every question of the session
+    import getpass
+
+    from ..memory.inject import open_store
+
     session = ChatSession(chosen, s.model, agent=s.agent, tools=with_mcp(s.tools, servers),
-                          max_turns=s.max_turns, timeout=s.timeout, guard=guard)
+                          max_turns=s.max_turns, timeout=s.timeout, guard=guard,
+                          memory=open_store() if memory else None, user=user or getpass.getuser())
     lines = _LineHistory()
     try:
         session.loop()

@@ -22,11 +22,13 @@ from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalO
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
-                tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None) -> Agent:
+                tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
+                memory: Any = None) -> Agent:
     """The agent ``--agent`` names with ``tools`` (default: the built-in calculators). CodeAct
     adds the seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or
-    ``$TAO_SANDBOX``. ``guard``: the guardrails' keywords (``guard_options``)."""
-    from ..agents.base import make_guard
+    ``$TAO_SANDBOX``. ``guard``: the guardrails' keywords (``guard_options``); ``memory``: the
+    agent's ``memory=`` (``tao.memory.inject.Memory``)."""
+    from ..agents.base import make_guard, make_memory
     from ..compare import build
 
     if tools is None:
@@ -36,6 +38,9 @@ def build_agent(agent: str, model: Model, max_turns: int = 10,
     built = build(getattr(agent, "value", agent), model, tools, max_turns)
     if guard:
         built.guard = make_guard(guard)
+    if memory is not None:
+        built.memory = make_memory(memory)
+        built.toolbox = built.memory.with_tools(built.toolbox)
     return built
 
 

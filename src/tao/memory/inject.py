@@ -69,6 +69,7 @@ class Memory:
         self.recall, self.recall_tokens, self.min_score = recall, recall_tokens, min_score
         self.remember, self.extract = remember, extract or False
         self.prompt_text = PromptText()
+        self.lang = "en"
 
     @property
     def scope(self) -> dict[str, Any]:
@@ -81,8 +82,7 @@ class Memory:
         from ..tools.base import FunctionTool
 
         def remember(text: str) -> str:
-            lang = "zh" if any("\u4e00" <= c <= "\u9fff" for c in text) else "en"
-            return self.save([text], lang, source="remember_tool")[0]
+            return self.save([text], self.lang, source="remember_tool")[0]
 
         t = prompts.table("memory")
         tool = FunctionTool(remember, name="remember", description=t["en"]["remember"])
@@ -120,7 +120,8 @@ class Memory:
     def recalled(self, task: str) -> str:
         """The memories for ``task`` as prompt lines: the best matches and the newest
         preferences of this user, within ``recall_tokens``."""
-        if self.store is None or not self.recall or not task.strip():
+        if self.store is None or not self.recall or not task.strip() \
+                or not self.store.count(**self.scope):  # nothing yet: the embedder stays unloaded
             return ""
         from .store import compress
 
@@ -130,7 +131,8 @@ class Memory:
         return "\n".join(f"- {i.text}" for i in items)
 
     def start(self, task: str, lang: str) -> MemoryRun:
-        return MemoryRun(self, task, "zh" if lang == "zh" else "en")
+        self.lang = "zh" if lang == "zh" else "en"  # what the remember tool answers in
+        return MemoryRun(self, task, self.lang)
 
 
 class MemoryRun:
@@ -145,15 +147,17 @@ class MemoryRun:
         self.usage = Usage()
 
     def wrap(self, model: Model) -> Model:
-        """``model`` as this run's calls should reach it (the model itself when there is
-        nothing to add and no context to fit)."""
+        """``model`` as this run's calls should reach it: the model itself when there is no
+        store, no history and no context to fit (with a store, the wrapper also learns the
+        prompt text that must never be stored)."""
         from ..models.history import WithHistory
 
         if isinstance(model, WithHistory) and model.task == self.task:
             self.history = [*self.history, *model.history]
             model = model.model
         fitter = self.memory.fitter
-        if not (self.note or self.history or (fitter and fitter.budget(model, {}))):
+        fits = fitter is not None and fitter.budget(model, {}) is not None
+        if self.memory.store is None and not self.history and not fits:
             return model
         return Remembering(model, self)
 
@@ -195,7 +199,8 @@ class Remembering(Model):
         for m in messages:
             if m.role == "system":
                 self.run.memory.prompt_text.add(m.content)
-        i = next((j for j, m in enumerate(messages) if m.role == "user" and m.content == self.run.task), -1)
+        task = self.run.task
+        i = next((j for j, m in enumerate(messages) if m.role == "user" and m.content == task), -1)
         if i < 0:
             head = next((j for j, m in enumerate(messages) if m.role != "system"), len(messages))
             return messages, head, -1
@@ -223,6 +228,17 @@ class Remembering(Model):
         return getattr(self.model, name)
 
 
+def open_store(path: Any = None) -> Any:
+    """The ``MemoryStore`` at ``path`` (default: the user data directory), keyword search only
+    when the embedder's package (``tao-agents[memory]``) is not installed."""
+    from .store import MemoryStore
+
+    try:
+        return MemoryStore(path)
+    except ImportError:
+        return MemoryStore(path, embedder=False)
+
+
 def as_memory(value: Any) -> Memory:
     """What ``memory=`` accepts: ``None`` (fit the context only), ``False`` (nothing), ``True``
     (the default store), a path, a ``MemoryStore`` or a ``Memory``."""
@@ -235,4 +251,4 @@ def as_memory(value: Any) -> Memory:
     return Memory(value)
 
 
-__all__ = ["Memory", "MemoryRun", "Remembering", "as_memory"]
+__all__ = ["Memory", "MemoryRun", "Remembering", "as_memory", "open_store"]
