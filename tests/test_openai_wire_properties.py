@@ -1,6 +1,7 @@
 """Property-based tests (hypothesis) of the OpenAI wire's edges: whatever arguments text a server
 sends, ``parse_arguments`` returns a dict or a reason and never raises; whatever text a model, a
-tool or a command line put into the messages, the next request body can be encoded."""
+tool or a command line put into the messages, the next request body can be encoded; however an
+event stream is cut into pieces on its way, its lines are read as the SDK reads them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from tao import Message, ToolCall
 from tao.models.openai import parse_arguments, wire_messages
+from tao.models.openai_http import _Lines
 
 # any code point, lone surrogates included (st.text() leaves them out by default)
 ANY_CHAR = st.characters(exclude_categories=())
@@ -65,3 +67,20 @@ def test_the_next_request_can_always_be_encoded(task, reply, raw_arguments, extr
     body.encode("utf-8")  # what httpx does with the body: a lone surrogate would fail here
     sent = json.loads(body)["messages"]
     assert sent[1]["content"] == "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in task)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"data: ", b"{}", b"\r", b"\n", b"\r\n", b":", b"x", b"\xc3\xa9"]),
+                max_size=30).map(b"".join), st.lists(st.integers(0, 40), max_size=5))
+def test_stream_lines_split_as_the_sdk_splits_them(stream, cuts):
+    """aiohttp hands the body over in pieces cut anywhere (a CRLF may be cut in two): the lines
+    that come out are the lines the SDK's own decoder finds in the whole stream."""
+    from openai._streaming import _SSELineDecoder
+
+    sdk, lines, at, ours = _SSELineDecoder(), _Lines(), 0, []
+    expected = [*sdk.feed(stream), *sdk.finish()]
+    for end in [*sorted(min(c, len(stream)) for c in cuts), len(stream)]:
+        if stream[at:end]:  # aiohttp gives no empty pieces
+            ours += lines.feed(stream[at:end])
+        at = max(at, end)
+    assert ours + ([lines.rest] if lines.rest else []) == expected

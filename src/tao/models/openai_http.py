@@ -117,18 +117,14 @@ class Endpoint:
 
 
 class _Events:
-    """The chunks of one streamed answer, read with the SDK's SSE decoder as the SDK reads them:
-    ``[DONE]`` ends it (what is left of the body read, so that the connection is reused), a
-    ``data:`` object with an ``error`` is the SDK's ``APIError``. ``close()`` closes the
-    generators at once rather than leaving each to the loop's finalizer (one wake-up of the
-    loop per request)."""
+    """The chunks of one streamed answer, read as the SDK reads them: lines split at CR, LF or
+    CRLF, each decoded as UTF-8 and given to the SDK's SSE decoder; ``[DONE]`` ends it (what is
+    left of the body read, so that the connection is reused), a ``data:`` object with an
+    ``error`` is the SDK's ``APIError``. One generator over ``readany()``: the SDK's chain of
+    three (bytes, lines, events) cost about 80 us a response at 100 in flight."""
 
     def __init__(self, endpoint: Endpoint, response: Any, turn: Any):
-        from openai._streaming import SSEDecoder
-
         self.endpoint, self.response, self.turn = endpoint, response, turn
-        self._raw = self._bytes()
-        self._events = SSEDecoder().aiter_bytes(self._raw)
         self._chunks = self._read()
 
     def __aiter__(self) -> AsyncIterator[Any]:
@@ -136,27 +132,31 @@ class _Events:
 
     async def _read(self) -> AsyncIterator[Any]:
         import openai
+        from openai._streaming import SSEDecoder
 
+        decoder, lines, read = SSEDecoder(), _Lines(), self.response.content.readany
         try:
-            async for sse in self._events:
-                if sse.data.startswith("[DONE]"):
-                    await self._drain()
-                    return
-                data = json.loads(sse.data)
-                if isinstance(data, dict) and data.get("error"):
-                    error = data["error"]
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise openai.APIError(message if isinstance(message, str) and message
-                                          else "An error occurred during streaming",
-                                          request=self.endpoint._request(), body=error)
-                yield data
+            while part := await read():
+                self.turn.keep(part)
+                for line in lines.feed(part):
+                    sse = decoder.decode(line.decode("utf-8"))
+                    if sse is None:
+                        continue
+                    if sse.data.startswith("[DONE]"):
+                        await self._drain()
+                        return
+                    data = json.loads(sse.data)
+                    if isinstance(data, dict) and data.get("error"):
+                        error = data["error"]
+                        message = error.get("message") if isinstance(error, dict) else None
+                        raise openai.APIError(message if isinstance(message, str) and message
+                                              else "An error occurred during streaming",
+                                              request=self.endpoint._request(), body=error)
+                    yield data
+            if lines.rest:  # a last line without its line end: the SDK reads it too
+                decoder.decode(lines.rest.decode("utf-8"))
         except _failures() as e:
             raise self.endpoint._failure(e) from e
-
-    async def _bytes(self) -> AsyncIterator[bytes]:
-        async for part in self.response.content.iter_any():
-            self.turn.keep(part)
-            yield part
 
     async def _drain(self) -> None:
         """Read the end of the body (the last empty chunk, usually there already), for at most
@@ -170,9 +170,25 @@ class _Events:
             pass
 
     async def close(self) -> None:
-        for gen in (self._chunks, self._events, self._raw):
-            await gen.aclose()
+        await self._chunks.aclose()  # now, not by the loop's finalizer (a wake-up per request)
         self.response.release()  # back to the pool when the body was read, else closed
+
+
+class _Lines:
+    """The lines in pieces of bytes, split at CR, LF or CRLF as the SDK's ``_SSELineDecoder``
+    splits them (a CRLF cut between two pieces is one line end), with ``bytes.splitlines``."""
+
+    def __init__(self) -> None:
+        self.rest = b""  # the start of a line whose end has not come yet
+        self._cr = False  # the last piece ended in CR: an LF first in the next belongs to it
+
+    def feed(self, part: bytes) -> list[bytes]:
+        if self._cr and part[:1] == b"\n":
+            part = part[1:]
+        lines = (self.rest + part).splitlines(keepends=True)
+        self.rest = lines.pop() if lines and lines[-1][-1:] not in (b"\n", b"\r") else b""
+        self._cr = bool(lines) and lines[-1][-1:] == b"\r" and not self.rest
+        return [line.rstrip(b"\r\n") for line in lines]
 
 
 def _env_proxy(url: Any) -> dict[str, Any]:
