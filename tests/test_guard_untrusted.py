@@ -117,3 +117,59 @@ def test_untrusted_star_fences_every_tool_s_output():
     first, second = [e for e in events if type(e) is Observation]
     assert fence_parts(first.content)[1] == "ok"  # shell's own output is fenced too
     assert ran == ["ls"] and "rejected" in second.content  # and it tainted the run
+
+
+def _coder(model, ws, seen):
+    return ReActAgent(model, ws, protocol="text",
+                      approve=lambda r: seen.append((r.tool, r.arguments)) or False)
+
+
+def _act(tool_name, **args):
+    import json
+
+    return f"Thought: next\nAction: {tool_name}\nAction Input: {json.dumps(args)}"
+
+
+def test_a_user_s_document_in_the_workspace_is_untrusted_with_no_settings(tmp_path):
+    """The Workspace marks itself: a file that was there before is read fenced, and after it
+    ``run_command`` (high risk) asks - no ``untrusted=`` / ``high_risk=`` needed."""
+    (tmp_path / "TODO.md").write_text(INJECTION, encoding="utf-8")
+    seen: list = []
+    model = ScriptedModel([_act("list_dir"), _act("read_file", path="TODO.md"),
+                           _act("run_command", command="rm -rf ~"), "Thought: ok\nFinal Answer: no"])
+    with Workspace(tmp_path, sandbox="bwrap") as ws:
+        result, events = run(_coder(model, ws, seen), "do what TODO.md says")
+    obs = [e.content for e in events if type(e) is Observation]
+    assert "TODO.md" in obs[0] and "<<<DATA" not in obs[0]  # a listing of names: not fenced
+    assert "ignore previous instructions" in fence_parts(obs[1])[1]
+    assert seen == [("run_command", {"command": "rm -rf ~"})] and "rejected" in obs[2]
+    assert (tmp_path / "TODO.md").exists()
+
+
+def test_what_the_agent_wrote_itself_reads_as_trusted_and_commands_run_unasked(tmp_path):
+    seen: list = []
+    model = ScriptedModel([_act("write_file", path="a.py", content="print(6 * 7)\n"),
+                           _act("edit_file", path="a.py", old="6 * 7", new="6 * 8"),
+                           _act("read_file", path="a.py"), _act("run_command", command="python3 a.py"),
+                           "Thought: ok\nFinal Answer: 48"])
+    with Workspace(tmp_path / "fresh", sandbox="bwrap") as ws:
+        result, events = run(_coder(model, ws, seen), "write a.py")
+    obs = [e.content for e in events if type(e) is Observation]
+    assert "<<<DATA" not in obs[2] and "print(6 * 8)" in obs[2]
+    assert seen == [] and "48" in obs[3] and "<<<DATA" not in obs[3]
+
+
+def test_a_file_a_command_changed_or_a_command_s_output_over_old_files_is_untrusted(tmp_path):
+    (tmp_path / "notes.txt").write_text(INJECTION, encoding="utf-8")
+    seen: list = []
+    model = ScriptedModel([_act("write_file", path="a.txt", content="mine"),
+                           _act("run_command", command="cat notes.txt > a.txt; cat a.txt"),
+                           _act("read_file", path="a.txt"), "Thought: ok\nFinal Answer: done"])
+    with Workspace(tmp_path, sandbox="subprocess") as ws:
+        result, events = run(_coder(model, ws, seen), "x")
+    obs = [e.content for e in events if type(e) is Observation]
+    assert "ignore previous" in fence_parts(obs[1])[1]  # the folder held files: output fenced
+    assert "ignore previous" in fence_parts(obs[2])[1]  # not what write_file left there
+    with Workspace(tmp_path, sandbox="subprocess", trusted=True) as ws:  # the user's own folder
+        assert not ws.foreign and not ws["read_file"].untrusted_output({"path": "a.txt"})
+        assert not ws["run_command"].untrusted_output({"command": "ls"})

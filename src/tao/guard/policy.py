@@ -109,7 +109,18 @@ class Policy:
             return "ask", "why_tainted"
         return "run", ""
 
-    def is_untrusted(self, name: str, tool: Any) -> bool:
-        """``untrusted="*"``: every tool's output is (the strict reading: fence it all)."""
-        return name in self.untrusted or "*" in self.untrusted or \
-            bool(getattr(tool, "untrusted_output", False))
+    def is_untrusted(self, name: str, tool: Any, arguments: dict[str, Any] | None = None) -> bool:
+        """Whether this call's output is untrusted (``arguments=None``: whether any call's may
+        be). ``untrusted="*"``: every tool's output is (the strict reading: fence it all). A
+        tool's predicate that raises says yes: fail closed."""
+        if name in self.untrusted or "*" in self.untrusted:
+            return True
+        rule = getattr(tool, "untrusted_output", False)
+        if not callable(rule):
+            return bool(rule)
+        if arguments is None:
+            return True
+        try:
+            return bool(rule(dict(arguments)))
+        except Exception:  # noqa: BLE001
+            return True

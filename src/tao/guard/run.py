@@ -193,7 +193,7 @@ class Run:
         """The result as the model reads it: untrusted output fenced (and the run tainted), an
         edit said; the call audited."""
         content = result.content
-        if not result.is_error and self.policy.is_untrusted(call.name, tool):
+        if not result.is_error and self.policy.is_untrusted(call.name, tool, call.arguments):
             from .untrusted import fence
 
             run: Run | None = self

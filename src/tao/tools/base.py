@@ -1,4 +1,5 @@
-"""Tools: ``@tool`` for functions, ``Tool`` for hand-written classes, ``Toolbox`` to run them.
+"""Tools: ``Tool`` for hand-written classes, ``Toolbox`` to run them (``@tool`` for functions
+is ``tools.function``'s, how values read to a model ``tools.text``'s; both importable from here).
 
 Argument schemas come from type hints and the docstring and are validated with pydantic, but the
 pydantic model is built lazily on first use so that defining tools at import time stays cheap.
@@ -11,7 +12,6 @@ never ends the run. Only the user does: a real Ctrl-C, or cancelling the run's t
 from __future__ import annotations
 
 import inspect
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,8 +21,10 @@ from ..messages import ToolCall
 from ..models.base import ToolSpec
 from ..safe_json import MAX_DEPTH, dumps, too_deep
 from . import interrupts
+from .text import MAX_OBSERVATION_CHARS, to_text
 
-MAX_OBSERVATION_CHARS = 8000
+__all__ = ["FunctionTool", "InvalidArguments", "MAX_OBSERVATION_CHARS", "Tool", "ToolResult",
+           "Toolbox", "error_text", "to_text", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,8 @@ class Tool:
     ``timeout`` (seconds) bounds async tools and sync tools run in a thread. The guardrails
     (``tao.guard``) read ``requires_approval`` (``True`` or a predicate on the arguments dict),
     ``high_risk`` (needs approval once untrusted content was read in the run),
-    ``untrusted_output`` (its output is fenced as data and taints the run) and ``secret``
+    ``untrusted_output`` (its output is fenced as data and taints the run: ``True`` or a
+    predicate on the arguments, e.g. only the files the agent did not write) and ``secret``
     (argument names whose values never reach the audit log).
     """
 
@@ -58,7 +61,7 @@ class Tool:
     timeout: float | None = None
     requires_approval: bool | Callable[[dict[str, Any]], bool] = False
     high_risk: bool = False
-    untrusted_output: bool = False
+    untrusted_output: bool | Callable[[dict[str, Any]], bool] = False
     secret: tuple[str, ...] = ()
 
     def run(self, **kwargs: Any) -> Any:  # pragma: no cover - subclasses override
@@ -132,140 +135,6 @@ def _shown(value: Any, limit: int = 300) -> str:
     except (ValueError, RecursionError):
         text = dumps(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-class FunctionTool(Tool):
-    """A tool made from a plain function by ``@tool``."""
-
-    def __init__(self, fn: Callable[..., Any], name: str | None = None,
-                 description: str | None = None, timeout: float | None = None, **marks: Any):
-        self.fn = fn
-        for key, value in marks.items():  # requires_approval, high_risk, untrusted_output, secret
-            if key not in _MARKS:
-                raise TypeError(f"@tool got an unexpected keyword argument {key!r}")
-            if key == "requires_approval" and not (isinstance(value, bool) or callable(value)):
-                raise TypeError("requires_approval must be True/False or a predicate on the arguments")
-            setattr(self, key, tuple(value) if key == "secret" else value)
-        self.name = name or fn.__name__
-        for param in inspect.signature(fn).parameters.values():  # a user error: say so at once
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"@tool {self.name}: *args/**kwargs cannot be described to a model")
-        self._doc = inspect.getdoc(fn) or ""
-        self._description = description
-        self.timeout = timeout
-        self._args_model: Any = None
-        self._is_async = inspect.iscoroutinefunction(fn)
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-
-    @property
-    def description(self) -> str:  # type: ignore[override]
-        if self._description is None:
-            from docstring_parser import parse
-
-            doc = parse(self._doc)
-            parts = [doc.short_description or "", doc.long_description or ""]
-            self._description = "\n\n".join(p for p in parts if p).strip() or self.name
-        return self._description
-
-    def args_model(self) -> Any:
-        if self._args_model is None:
-            self._args_model = _model_from_signature(self.fn, self.name, self._doc)
-        return self._args_model
-
-    def run(self, **kwargs: Any) -> Any:
-        return self.fn(**kwargs)
-
-    def is_async(self) -> bool:
-        return self._is_async
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Calling the decorated function still calls the function."""
-        return self.fn(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<tool {self.name}>"
-
-
-def _model_from_signature(fn: Callable[..., Any], name: str, doc: str) -> Any:
-    from typing import get_type_hints
-
-    from docstring_parser import parse
-    from pydantic import ConfigDict, Field, create_model
-
-    param_docs = {p.arg_name: p.description for p in parse(doc).params}
-    hints = get_type_hints(fn)
-    fields: dict[str, Any] = {}
-    for pname, param in inspect.signature(fn).parameters.items():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"@tool {name}: *args/**kwargs cannot be described to a model")
-        annotation = hints.get(pname, Any)
-        default = ... if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
-    return create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
-
-
-_MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret")
-
-
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None, timeout: float | None = None, **marks: Any) -> Any:
-    """Make a function a tool. The argument schema comes from the type hints, the description and
-    per-parameter descriptions from the docstring (Google, reST or numpy style)::
-
-        @tool
-        def add(a: float, b: float) -> float:
-            '''Add two numbers.
-
-            Args:
-                a: the first number
-                b: the second number
-            '''
-            return a + b
-
-    ``requires_approval=True`` (or ``=lambda args: "rm" in args["command"]``), ``high_risk``,
-    ``untrusted_output`` and ``secret=("password",)`` are the guardrails' marks (see ``Tool``).
-    """
-    if fn is None:
-        return lambda f: FunctionTool(f, name, description, timeout, **marks)
-    return FunctionTool(fn, name, description, timeout, **marks)
-
-
-def to_text(value: Any) -> str:
-    """How a tool's return value reads to a model: 36.0 reads as 36, dicts as JSON, and float
-    noise is rounded away at 15 significant digits (``240 * 0.8 - 20`` reads as 172, not
-    172.00000000000003; 1/3 keeps its digits), because a model copies what it reads. Never
-    raises: an integer too long for ``str`` (over 4,300 digits) reads in scientific notation,
-    a structure ``json`` cannot write has the part it cannot write replaced by a note."""
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, bool) or value is None:
-        text = str(value)
-    elif isinstance(value, float):
-        short = f"{value:.15g}"
-        if math.isfinite(value) and len(short) < len(repr(value)) - 2:  # noise: 0000…3, 9999…86
-            value = float(short)
-        text = str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
-    elif isinstance(value, int):
-        text = _int_text(value)
-    elif isinstance(value, complex):
-        text = str(value)
-    else:
-        text = dumps(value)
-    if len(text) > MAX_OBSERVATION_CHARS:
-        cut = len(text) - MAX_OBSERVATION_CHARS
-        text = f"{text[:MAX_OBSERVATION_CHARS]}\n... [truncated {cut} characters]"
-    return text
-
-
-def _int_text(value: int) -> str:
-    try:
-        return str(value)
-    except ValueError:  # more digits than sys.get_int_max_str_digits()
-        from decimal import Decimal
-
-        d = Decimal(value)
-        return f"{d:.15e} (an integer of {d.adjusted() + 1} digits)"
 
 
 class Toolbox:
@@ -422,3 +291,7 @@ def error_text(e: BaseException) -> str:
     if not isinstance(e, Exception):
         text += " (raised by the tool; the run goes on)"
     return text
+
+
+# after Tool and Toolbox: FunctionTool subclasses Tool; both stay importable from here
+from .function import FunctionTool, tool  # noqa: E402

@@ -36,6 +36,12 @@ from .safe_path import Refused
 _BUDGET = MAX_OBSERVATION_CHARS - 400  # room for the header and notes: never cut by the Toolbox
 
 
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 class WorkspaceError(ValueError):
     """A workspace tool refused a call (the message says why, for the model); the same call
     fails again, so ``retryable = False``."""
@@ -49,12 +55,18 @@ class Workspace(Toolbox):
     missing). ``language`` ("zh"/"en") is the language of the observations. ``max_write_bytes``
     caps one write, ``max_read_bytes`` the file read_file/edit_file take, ``max_files`` the files
     and folders the tools may create, ``max_timeout`` one command's seconds. A sandbox backend that
-    cannot run here is ``SandboxUnavailable`` at once, not at the first command."""
+    cannot run here is ``SandboxUnavailable`` at once, not at the first command.
+
+    For the guardrails (``tao.guard``): ``run_command`` is ``high_risk``; what ``read_file``
+    returns is untrusted unless it is what ``write_file``/``edit_file`` wrote there (a file that
+    was in the folder before, or that a command changed, is data from elsewhere), and so is
+    ``run_command``'s output when the folder held files before. ``trusted=True``: the folder's
+    files are the user's own, read as trusted."""
 
     def __init__(self, root: str | os.PathLike[str] = "workspace", *, language: str = "en",
                  sandbox: str | bool | None = None, limits: Any = None,
                  max_write_bytes: int = 1 << 20, max_read_bytes: int = 16 << 20,
-                 max_files: int = 1000, max_timeout: float = 600):
+                 max_files: int = 1000, max_timeout: float = 600, trusted: bool = False):
         if language not in ("zh", "en"):
             raise ValueError(f"language must be 'zh' or 'en', not {language!r}")
         self.root = Path(root).resolve()
@@ -64,15 +76,26 @@ class Workspace(Toolbox):
         self.max_files, self.max_timeout = max_files, max_timeout
         self._text: dict[str, str] = prompts.table("workspace")[language]
         self._made = 0
-        tools = [self.write_file, self.read_file, self.list_dir, self.edit_file]
+        #: the guard's view of the folder: files that were here before (the user's documents, a
+        #: cloned project) may carry instructions aimed at the model; what the tools wrote does not
+        self.trusted = trusted
+        self.foreign = not trusted and any(True for _ in os.scandir(self.root))
+        self._wrote: dict[str, str] = {}  # path -> SHA-256 of what write_file/edit_file left
+        self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
+        tools = [FunctionTool(self.write_file),
+                 FunctionTool(self.read_file, untrusted_output=self._untrusted_read),
+                 FunctionTool(self.list_dir), FunctionTool(self.edit_file)]
         #: the sandbox backend run_command uses (``None``: no run_command)
         self.sandbox_kind: str | None = None
         self._commands: Commands | None = None
         if sandbox is not False:
             self.sandbox_kind = chosen_backend(None if sandbox is True else sandbox)
             self._commands = Commands(self.root, self.sandbox_kind, limits, self._text)
-            tools.append(self.run_command)
-        super().__init__(FunctionTool(fn) for fn in tools)
+            # high risk: once untrusted text was read, a command needs approval; its output is
+            # untrusted where the folder held files before (a command can print them)
+            tools.append(FunctionTool(self.run_command, high_risk=True,
+                                      untrusted_output=lambda args: self.foreign))
+        super().__init__(tools)
 
     # -- the tools (their docstrings are what the model reads) ---------------------------------
     def write_file(self, path: str, content: str) -> str:
@@ -92,6 +115,7 @@ class Workspace(Toolbox):
                 raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
+            self._wrote["/".join(parts)] = _sha(data)
             return self._say("wrote", path="/".join(parts), chars=len(content))
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
@@ -109,6 +133,7 @@ class Workspace(Toolbox):
             if not 1 <= limit <= 2000:
                 raise Refused("bad_limit", value=limit, cap=2000)
             where, data = "/".join(parts), self._read(parts)
+            self._read_ours[where] = self._wrote.get(where) == _sha(data)
             if b"\x00" in data:
                 raise Refused("binary", path=where)
             text = data.decode("utf-8", "replace")
@@ -200,6 +225,8 @@ class Workspace(Toolbox):
             if len(data) > self.max_write_bytes:
                 raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner)
+            if self._wrote.get(where) == _sha(text.encode("utf-8")):  # ours before: still ours
+                self._wrote[where] = _sha(data)
             return self._say("edited", path=where, line=text.count("\n", 0, at[0]) + 1,
                              chars=len(changed))
 
@@ -272,6 +299,16 @@ class Workspace(Toolbox):
             error = WorkspaceError(self._say("os_error", path=where, error=e.strerror or str(e)))
             error.retryable = True  # e.g. a full disk: freeing space helps
             raise error from None
+
+    def _untrusted_read(self, args: dict[str, Any]) -> bool:
+        """``read_file``'s ``untrusted_output``: the file read was not what the tools wrote."""
+        if self.trusted:
+            return False
+        try:
+            where = "/".join(safe_path.parts_of(args["path"]))
+        except (Refused, KeyError, TypeError):
+            return True
+        return not self._read_ours.get(where, False)
 
     def _read(self, parts: list[str]) -> bytes:
         return safe_path.read_bytes(str(self.root), parts, self.max_read_bytes)
