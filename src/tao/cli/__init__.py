@@ -33,6 +33,7 @@ from .chat import chat_command
 from .compare import compare_command
 from . import audit as _audit  # noqa: F401 - registers tao audit verify/show
 from . import mcp as _mcp  # noqa: F401 - registers tao mcp serve
+from . import index as _index  # noqa: F401 - registers tao index DIR
 from ..evals.cli import eval_command  # tao eval lives in its own room
 
 app.command("eval")(eval_command)

@@ -47,15 +47,17 @@ def build_agent(agent: str, model: Model, max_turns: int = 10,
 def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
              json_output: bool = False, trace: str | os.PathLike[str] | None = None,
              quiet: bool = False, console: Any = None,
-             tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None) -> Result:
+             tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
+             memory: Any = None) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
-    trace to ``trace`` when given. ``tools``, ``guard``: as for ``build_agent``. Returns the
-    Result."""
+    trace to ``trace`` when given. ``tools``, ``guard``, ``memory``: as for ``build_agent``.
+    Returns the Result."""
     from ..sinks.console import ConsoleSink
 
     runner = pkg().build_agent(agent, model, max_turns, tools=tools,
-                               **({"guard": guard} if guard else {}))
+                               **({"guard": guard} if guard else {}),
+                               **({"memory": memory} if memory is not None else {}))
     sinks: list[Any] = []
     if trace is not None:
         sinks.append(open_trace(trace))
@@ -99,6 +101,12 @@ def run_command(
     no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
     max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
     max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
+    docs: Annotated[Path | None, typer.Option(
+        "--docs", metavar="DIR", help="Index DIR (new and changed files; see tao index) and give "
+        "the agent search_docs over it: answers cite file:line.")] = None,
+    memory: Annotated[bool, typer.Option(
+        "--memory", help="Recall and keep what you say about yourself, as tao chat does "
+        "(<data dir>/memory.sqlite3).")] = False,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
@@ -114,19 +122,37 @@ def run_command(
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
+    index = None
+    if docs is not None:
+        from .index import open_index
+
+        index, _ = open_index(docs)
+    remembered = _memory() if memory else None
     servers = open_mcp(mcp, s.config)
+    extra = [*servers, index.tool()] if index is not None else servers
     try:
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
                                 json_output=json_output, trace=trace, quiet=quiet,
-                                tools=with_mcp(s.tools, servers), guard=guard)
+                                tools=with_mcp(s.tools, extra), guard=guard, memory=remembered)
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
     except (TaoError, ValueError, OSError) as e:  # no sandbox here; no price for --max-cost...
         raise fail(f"error: {e}", 2) from None
     finally:
         close_mcp(servers)
+        if index is not None:
+            index.close()
     code = 0 if result.ok else 2 if is_config_error(result.error) else 1
     if code and quiet and not json_output:
         why = result.error or f"no final answer after {result.turns} turns ({result.status})"
         raise fail(why, code)
     raise typer.Exit(code)
+
+
+def _memory() -> Any:
+    """``--memory``: the user's store in the data directory, scoped to the login name."""
+    import getpass
+
+    from ..memory.inject import Memory, open_store
+
+    return Memory(open_store(), user=getpass.getuser())

@@ -1,0 +1,147 @@
+"""RAG on benchmarks/data/docs (32 documents, zh + en: Markdown, text, HTML, one PDF) with the
+68 questions of benchmarks/data/rag_questions.jsonl, each with the file and the fact that
+answers it.
+
+    python benchmarks/rag_eval.py                   # retrieval: recall@1/@5, MRR (no model)
+    flock /tmp/tao-model.lock python benchmarks/rag_eval.py --answers 20   # + the embedded model
+
+A question is retrieved when one of the top 5 passages is from its file and its line range holds
+the line of the fact (a PDF: the page). ``--answers N``: ReAct on the embedded model with the
+``search_docs`` tool answers the first N questions (spread over both languages); an answer is
+correct when it contains the expected value, and cites when it names the right file with a
+line. ``--keyword`` runs the retrieval without vectors too, to show what they add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DOCS = HERE / "data" / "docs"
+QUESTIONS = HERE / "data" / "rag_questions.jsonl"
+
+
+def fact_line(file: str, fact: str) -> int | str:
+    path = DOCS / file
+    if path.suffix == ".pdf":
+        from pypdf import PdfReader
+
+        for n, page in enumerate(PdfReader(str(path)).pages, 1):
+            if fact in (page.extract_text() or ""):
+                return f"p{n}"
+        raise ValueError(f"{fact!r} not in {file}")
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if fact in line:
+            return n
+    raise ValueError(f"{fact!r} not in {file}")
+
+
+def covers(hit, file: str, line: int | str) -> bool:
+    if hit.file != file:
+        return False
+    if isinstance(line, str) or isinstance(hit.line, str):
+        return hit.line == line
+    return hit.line <= line <= hit.end
+
+
+def retrieval(index, questions: list[dict]) -> dict:
+    ranks, took = [], []
+    for q in questions:
+        t = time.perf_counter()
+        hits = index.search(q["question"], k=5)
+        took.append(time.perf_counter() - t)
+        line = fact_line(q["file"], q["fact"])
+        ranks.append(next((r for r, h in enumerate(hits, 1) if covers(h, q["file"], line)), None))
+
+    def recall(qs, k):
+        rs = [r for q, r in zip(questions, ranks) if q in qs]
+        return round(sum(1 for r in rs if r is not None and r <= k) / len(rs), 3)
+
+    zh = [q for q in questions if any("\u4e00" <= c <= "\u9fff" for c in q["question"])]
+    en = [q for q in questions if q not in zh]
+    return {"questions": len(questions), "recall@1": recall(questions, 1),
+            "recall@5": recall(questions, 5), "recall@5_en": recall(en, 5),
+            "recall@5_zh": recall(zh, 5),
+            "mrr": round(sum(1 / r for r in ranks if r) / len(ranks), 3),
+            "search_ms_median": round(statistics.median(took) * 1000, 1),
+            "missed": [q["question"] for q, r in zip(questions, ranks) if not r or r > 5]}
+
+
+def answers(index, questions: list[dict], n: int) -> dict:
+    from tao import ReActAgent
+    from tao.models.local import LocalModel
+
+    model = LocalModel()
+    zh = [q for q in questions if any("\u4e00" <= c <= "\u9fff" for c in q["question"])]
+    en = [q for q in questions if q not in zh]
+    picked = [q for pair in zip(en, zh) for q in pair][:n]
+    right = cited = 0
+    rows = []
+    t0 = time.perf_counter()
+    for q in picked:
+        result = ReActAgent(model, [index.tool()], max_turns=4, memory=False).run(q["question"])
+        answer = result.answer or ""
+        ok = q["answer"].casefold() in answer.casefold()
+        cite = f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer
+        right += ok
+        cited += cite
+        rows.append({"question": q["question"], "answer": answer[:200], "correct": ok,
+                     "cited": cite, "status": result.status})
+    return {"answered": len(picked), "accuracy": round(right / max(1, len(picked)), 3),
+            "cited": round(cited / max(1, len(picked)), 3),
+            "seconds": round(time.perf_counter() - t0, 1), "rows": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--answers", type=int, default=0, help="questions for the embedded model")
+    ap.add_argument("--keyword", action="store_true", help="also retrieve without vectors")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    from tao.memory.rag import DocIndex
+
+    questions = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        kinds = [("hybrid", None)] + ([("keyword", False)] if args.keyword else [])
+        for name, embedder in kinds:
+            t = time.perf_counter()
+            index = DocIndex(DOCS, Path(tmp) / f"{name}.sqlite3", embedder=embedder)
+            done = index.update()
+            out[name] = {"files": done["files"], "chunks": done["chunks"],
+                         "failed": done["failed"],
+                         "index_s": round(time.perf_counter() - t, 2), **retrieval(index, questions)}
+            if name == "hybrid" and args.answers:
+                out["answers"] = answers(index, questions, args.answers)
+            index.close()
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=1))
+        return
+    for name in ("hybrid", "keyword"):
+        if name in out:
+            r = out[name]
+            print(f"{name}: {r['files']} files, {r['chunks']} chunks, indexed in {r['index_s']} s; "
+                  f"recall@1 {r['recall@1']}, recall@5 {r['recall@5']} (en {r['recall@5_en']}, "
+                  f"zh {r['recall@5_zh']}), MRR {r['mrr']}, search {r['search_ms_median']} ms")
+            for m in r["missed"]:
+                print("   missed:", m)
+            if r["failed"]:
+                print("   failed:", r["failed"])
+    if "answers" in out:
+        a = out["answers"]
+        print(f"answers (embedded model): {a['accuracy']} correct, {a['cited']} cite file:line, "
+              f"{a['answered']} questions in {a['seconds']} s")
+        for row in a["rows"]:
+            print(f"   {'ok ' if row['correct'] else 'NO '}{'cite ' if row['cited'] else '     '}"
+                  f"{row['question']} -> {row['answer']!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
