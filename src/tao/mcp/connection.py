@@ -66,6 +66,8 @@ class Connection:
     # -- the owner ------------------------------------------------------------------------
     async def connect(self) -> list[Any]:
         """The server's tools (``mcp_types.Tool``), opening a session unless one is open."""
+        if self._open():
+            return self._ready.result()  # the common case: open, nothing to wait for
         if self._owner is None or self._owner.done() or self._dead():
             self._stop()
             self._queue, self._ready = asyncio.Queue(), asyncio.get_running_loop().create_future()
@@ -143,6 +145,12 @@ class Connection:
         return (f"MCP server {self.label} closed the connection during {name!r}"
                 f"{self._tail()}; the next call opens a new session")
 
+    def _open(self) -> bool:
+        ready = self._ready
+        return bool(ready is not None and ready.done() and not ready.cancelled()
+                    and ready.exception() is None and self._queue is not None
+                    and self._owner is not None and not self._owner.done() and not self._dead())
+
     def _dead(self) -> bool:
         """Whether the open session's connection is closed already (the server died between
         calls): a call not yet sent can then go to a new session instead of failing."""
@@ -161,7 +169,8 @@ class Connection:
         loop = asyncio.get_running_loop()
         start = loop.time()
         try:
-            await asyncio.wait_for(self.connect(), self.timeout)
+            await self.connect() if self._open() else await asyncio.wait_for(self.connect(),
+                                                                            self.timeout)
         except asyncio.TimeoutError:
             raise MCPTimeout(f"MCP server {self.label} did not start within {self.timeout:g} s"
                              f"{self._tail()}") from None
