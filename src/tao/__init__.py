@@ -18,13 +18,14 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
-    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Workspace",
+    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
 _LAZY = {
     "PlanExecuteAgent": "tao.agents.plan",
+    "Reflexion": "tao.agents.reflexion",
     "CodeActAgent": "tao.agents.codeact",
     "OpenAIModel": "tao.models.openai",
     "LocalModel": "tao.models.local",
