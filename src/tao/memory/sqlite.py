@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .text import fts5_query
+
 SCHEMA = 1
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -180,9 +182,10 @@ class SqliteBackend:
         sql, args = where(filters)
         return self._all(f"SELECT count(*) FROM items WHERE 1 {sql}", args)[0][0]
 
-    def keyword(self, match: str, n: int, filters: dict[str, Any]) -> list[int]:
-        """Ids of the best ``n`` BM25 matches of an FTS5 expression."""
+    def keyword(self, terms: Sequence[str], n: int, filters: dict[str, Any]) -> list[int]:
+        """Ids of the best ``n`` BM25 matches of any of ``terms``."""
         sql, args = where(filters, "items.metadata")
+        match = fts5_query(terms)
         return [r[0] for r in self._all(
             "SELECT items.id FROM items_fts JOIN items ON items.id = items_fts.rowid "
             f"WHERE items_fts MATCH ? {sql} ORDER BY bm25(items_fts) LIMIT ?",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -42,10 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from .embed import as_embedder
-from .text import estimate_tokens, fts5_query, segment, stem, term_set, terms, truncate
+from .text import estimate_tokens, segment, stem, term_set, terms, truncate
 
 RRF_K = 60
 COSINE_WEIGHT = 0.7
+#: False orders the shortlist by RRF alone (benchmarks/memory_store.py compares the two)
+RERANK = True
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,21 @@ def default_path() -> Path:
     from ..guard.audit import default_path as audit_path
 
     return audit_path().parent / "memory.sqlite3"
+
+
+def _check_filters(filters: dict[str, Any]) -> dict[str, Any]:
+    """Filters are ``key=value`` on the metadata: keys are identifiers, values scalars (a
+    string matches that string, a number that number, True/False/None only themselves)."""
+    for key, value in filters.items():
+        if not key.isidentifier() or not key.isascii():
+            raise ValueError(f"metadata filter keys are identifiers (letters, digits, _): "
+                             f"{key!r}")
+        if value is not None and not isinstance(value, (str, int, float)):
+            raise TypeError(f"filter {key}= takes a string, number, bool or None, "
+                            f"not {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"filter {key}= takes a finite number, not {value}")
+    return filters
 
 
 def _is_url(target: Any) -> bool:
@@ -142,10 +160,10 @@ class MemoryStore:
 
     def all(self, **filters: Any) -> list[MemoryItem]:
         """Every memory whose metadata has these values, oldest first."""
-        return [self._item(r) for r in self._db.rows(filters)]
+        return [self._item(r) for r in self._db.rows(_check_filters(filters))]
 
     def count(self, **filters: Any) -> int:
-        return self._db.count(filters)
+        return self._db.count(_check_filters(filters))
 
     def __len__(self) -> int:
         return self._db.count({})
@@ -158,11 +176,12 @@ class MemoryStore:
             raise TypeError(f"query must be a string, not {type(query).__name__}")
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, not {k!r}")
+        _check_filters(filters)
         qterms = terms(query)
         pool = max(50, 4 * k)
         lists: list[list[int]] = []
         if qterms:
-            lists.append(self._db.keyword(fts5_query(qterms), pool, filters))
+            lists.append(self._db.keyword(qterms, pool, filters))
         cosine: dict[int, float] = {}
         qvec = None
         if self._embedder is not None and query.strip():
@@ -187,7 +206,7 @@ class MemoryStore:
                      + (1 - COSINE_WEIGHT) * cover) if qvec is not None else cover
             if score >= min_score:
                 scored.append((score, fused[row[0]], row))
-        scored.sort(key=lambda s: (-s[0], -s[1]))
+        scored.sort(key=(lambda s: (-s[0], -s[1])) if RERANK else (lambda s: -s[1]))
         return [replace(self._item(row), score=round(score, 6)) for score, _, row in scored[:k]]
 
     def context(self, query: str, max_tokens: int = 500, *, k: int = 10,
