@@ -128,3 +128,40 @@ def test_plan_tool_call_budget():
     result, events = run(agent, SEED_TASK)
     assert result.status == "budget" and "max_tool_calls=2" in result.error
     assert sorted(e.step_id for e in events if type(e) is StepStarted) == ["step1", "step2"]
+
+
+class Silent(ScriptedModel):
+    """A model that sends a few characters and then goes silent (a stalled endpoint)."""
+
+    async def stream(self, messages, **kw):
+        import asyncio
+
+        self.calls.append(list(messages))
+        yield "Thought: let me th"
+        await asyncio.sleep(30)
+        raise AssertionError("the silent model was not stopped")
+
+
+def test_max_seconds_stops_a_tool_that_runs_on_and_a_model_that_goes_silent():
+    ran: list = []
+    start = time.perf_counter()
+    result, _ = run(ReActAgent(ScriptedModel([tool_call("lookup", key="slow")]),
+                               [counter(ran, seconds=3)], max_seconds=0.5))
+    assert result.status == "budget" and result.error.startswith("max_seconds=0.5: ")
+    assert ran == ["slow"] and time.perf_counter() - start < 1.5  # not after the tool's 3 s
+    start = time.perf_counter()
+    result, _ = run(ReActAgent(Silent([]), [counter(ran)], max_seconds=0.5))
+    assert result.status == "budget" and result.error.startswith("max_seconds=0.5: ")
+    assert time.perf_counter() - start < 1.5
+
+
+def test_max_seconds_stops_a_plan_whose_parallel_steps_run_on():
+    slow = {"steps": [{"id": f"step{i}", "description": "slow", "tool": "lookup",
+                       "args": {"key": f"k{i}"}, "depends_on": []} for i in (1, 2, 3)],
+            "answer": "$step1"}
+    ran: list = []
+    start = time.perf_counter()
+    result, events = run(PlanExecuteAgent(ScriptedModel([plan_reply(slow)]), [counter(ran, 3)],
+                                          max_seconds=0.5, max_replans=0))
+    assert result.status == "budget" and result.error.startswith("max_seconds=0.5: ")
+    assert sorted(ran) == ["k1", "k2", "k3"] and time.perf_counter() - start < 2

@@ -247,7 +247,8 @@ class PlanExecuteAgent(Agent):
             res = await self.toolbox.execute(call, run=door)
         else:  # our own pool: as many threads as steps may run at once
             loop = asyncio.get_running_loop()
-            res = await loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call, door)
+            step_call = loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call, door)
+            res = await (door.meter.within(step_call) if door is not None else step_call)
         return Attempt(not res.is_error, res.content, res.value, retry=res.retryable)
 
     async def _run_agent_step(self, run: _Run, step: Step, instruction: str) -> Attempt:

@@ -20,6 +20,8 @@ from ..models.base import Model, ModelResponse
 class BudgetExceeded(Exception):
     """A budget of the run is spent; ``reason`` says which (``max_tokens=1000: 1040 tokens used``)."""
 
+    retryable = False  # a plan step it stopped is not tried again: the next door ends the run
+
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
@@ -129,6 +131,43 @@ class Meter:
         if self.deadline is not None and time.monotonic() > self.deadline:
             self._stop("b_max_seconds", b.max_seconds, f"{time.monotonic() - self.start:.1f}")
 
+    def remaining(self) -> float | None:
+        """Seconds until the nearest ``max_seconds`` (here or a parent's) runs out; ``None``:
+        no wall-clock budget. What the doors wait on: a model that goes silent or a tool that
+        runs on is stopped there, not when it is done."""
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        above = self.parent.remaining() if self.parent is not None else None
+        return above if left is None else left if above is None else min(left, above)
+
+    async def within(self, awaitable: Any) -> Any:
+        """``await awaitable`` stopped at the wall-clock budget: ``BudgetExceeded`` then."""
+        import asyncio
+
+        left = self.remaining()
+        if left is None:
+            return await awaitable
+        try:
+            async with asyncio.timeout(max(left, 0)) as clock:
+                return await awaitable
+        except TimeoutError:
+            if not clock.expired():  # the awaitable's own timeout, not the budget
+                raise
+        self._deadline_passed()
+
+    def _deadline_passed(self) -> None:
+        """The nearest deadline (this run's or a parent's) has passed: that run and those
+        under it are stopped with its reason."""
+        chain, meter = [], self
+        while meter is not None:
+            chain.append(meter)
+            meter = meter.parent
+        first = min((m for m in chain if m.deadline is not None), key=lambda m: m.deadline)
+        reason = first.stopped or first._reason("b_max_seconds", first.budget.max_seconds,
+                                                f"{time.monotonic() - first.start:.1f}")
+        for m in chain[:chain.index(first) + 1]:
+            m.stopped = m.stopped or reason
+        raise BudgetExceeded(self.stopped)
+
     def spend(self, model: str, usage: Usage) -> None:
         """A model reply's usage; a budget it overspends stops the run at the next door."""
         if self.parent is not None:
@@ -189,9 +228,18 @@ class Metered(Model):
     async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
         run = self.run
         run.check()
-        async for chunk in self.inner.stream(messages, **kwargs):
-            if type(chunk) is ModelResponse:
-                run.spend(self.inner.name, chunk.usage)
-            elif run.deadline is not None and time.monotonic() > run.deadline:
-                run.check()
-            yield chunk
+        chunks = self.inner.stream(messages, **kwargs).__aiter__()
+        timed = run.remaining() is not None
+        try:
+            while True:
+                try:  # a model silent past the wall-clock budget is stopped there
+                    chunk = await (run.within(anext(chunks)) if timed else anext(chunks))
+                except StopAsyncIteration:
+                    return
+                if type(chunk) is ModelResponse:
+                    run.spend(self.inner.name, chunk.usage)
+                yield chunk
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()

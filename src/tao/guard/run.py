@@ -115,6 +115,7 @@ class Run:
     # -- the tool door ------------------------------------------------------------------------
     async def admit(self, call: ToolCall, tool: Any) -> ToolCall | Any:
         """The call to run (its arguments maybe edited), or the ``ToolResult`` saying why not."""
+        self.meter.check()  # also for a call counted before (a plan step's retry)
         if call.id in self._admitted:  # decided already, before its Action
             decided, sealed = self._admitted.pop(call.id)
             if isinstance(decided, ToolCall) and digest(decided.name, decided.arguments) != sealed:

@@ -131,7 +131,8 @@ class Executor:
         except TimeoutError:
             return Attempt(False, f"Error: step {step.id} timed out after {self.timeout:g} s")
         except Exception as e:  # noqa: BLE001 - a step's failure is an outcome, never a crash
-            return Attempt(False, f"Error: {type(e).__name__}: {e}")
+            return Attempt(False, f"Error: {type(e).__name__}: {e}",  # a spent budget: no retry
+                           retry=getattr(e, "retryable", True) is not False)
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before retrying after failed attempt ``attempt``."""

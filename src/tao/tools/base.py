@@ -12,6 +12,7 @@ never ends the run. Only the user does: a real Ctrl-C, or cancelling the run's t
 from __future__ import annotations
 
 import inspect
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -212,8 +213,12 @@ class Toolbox:
                 return admitted
             call = admitted
         token = run.enter()  # a sub-agent this tool starts runs under this run's guard
-        try:
-            result = await self._execute(call, in_thread)
+        try:  # with a wall-clock budget: in a thread, so that the clock can stop waiting for it
+            import asyncio
+
+            timed = run.meter.remaining() is not None and asyncio._get_running_loop() is not None
+            result = await (run.meter.within(self._execute(call, True)) if timed
+                            else self._execute(call, in_thread))
         finally:
             run.leave(token)
         return run.after(call, t, result)
@@ -246,7 +251,7 @@ class Toolbox:
             elif in_thread or t.timeout:
                 import asyncio
 
-                fut = interrupts.contained(asyncio.to_thread(t.run, **kwargs))
+                fut = interrupts.contained(_in_thread(t.run, kwargs))
                 value = await (asyncio.wait_for(fut, t.timeout) if t.timeout else fut)
             else:
                 value = t.run(**kwargs)
@@ -279,6 +284,28 @@ class Toolbox:
         import asyncio
 
         return list(await asyncio.gather(*(self.execute(c, in_thread=True) for c in calls)))
+
+
+_POOL: Any = None
+_POOL_LOCK = threading.Lock()
+
+
+def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """``fn(**kwargs)`` in a thread of tao's own pool (with this context: a sub-agent finds its
+    run): not the loop's default executor, which ``asyncio.run`` waits for at its end, so a run
+    whose clock or timeout gave up on a tool returns then, not when the tool's thread does."""
+    import asyncio
+    import contextvars
+    import functools
+
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _POOL_LOCK:
+            _POOL = _POOL or ThreadPoolExecutor(32, "tao-tool")
+    call = functools.partial(contextvars.copy_context().run, fn, **kwargs)
+    return asyncio.get_running_loop().run_in_executor(_POOL, call)
 
 
 def error_text(e: BaseException) -> str:
