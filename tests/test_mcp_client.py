@@ -95,6 +95,30 @@ def test_react_calls_the_servers_tools(server, protocol):
         assert "add" in model.calls[0][0].content and "weather" in model.calls[0][0].content
 
 
+def test_calls_of_one_turn_run_at_once_on_one_session(server):
+    model = ScriptedModel([[tool_call("add", a=1, b=2), tool_call("weather", city="x"),
+                            tool_call("add", a=3, b=4)], "done"])
+    events = []
+    ReActAgent(model, [server]).run("go", [events.append])
+    first, weather, second = observations(events)
+    assert (first.content, second.content) == ("3", "7")
+    assert json.loads(weather.content) == {"city": "x", "temp_c": 21, "sky": "晴"}
+    assert server.connection.sessions == 1
+
+
+def test_a_process_that_never_closes_its_servers_leaves_none_behind():
+    import subprocess
+
+    code = ("import sys; from tao.mcp import MCPServer; "
+            f"s = MCPServer(command=[sys.executable, {str(DEMO)!r}, 'left-behind-check']); "
+            "print(len(list(s)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and int(out.stdout) > 5, out.stderr
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", "left-behind-check"], capture_output=True, text=True)
+    assert left.stdout == ""
+
+
 def test_codeact_code_calls_the_servers_tools_and_gets_python_values(server):
     from tao.agents.codeact import CodeActAgent
 

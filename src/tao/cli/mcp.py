@@ -74,6 +74,10 @@ def serve_command(
         server = build_server([*served, *extra])
     except ValueError as e:  # a --tools tool named like an agent
         raise typer.BadParameter(str(e), param_hint="'--tools'") from None
+    except ImportError:
+        from ..mcp.client import NO_SDK
+
+        raise fail(f"error: {NO_SDK}", 2) from None
     try:
         if http:
             def announce(url: str) -> None:

@@ -34,6 +34,7 @@ from .connection import Connection, submit
 from .errors import MCPConnectError, MCPToolError
 
 _MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret")
+NO_SDK = "tao's MCP support needs the official SDK: pip install mcp==2.3.0"
 
 
 class MCPServer(Toolbox):
@@ -103,7 +104,10 @@ class MCPServer(Toolbox):
         """A fresh ``mcp.Client`` for one session, and the file the server's stderr goes to."""
         import tempfile
 
-        from mcp import Client, StdioServerParameters
+        try:
+            from mcp import Client, StdioServerParameters
+        except ImportError:
+            raise MCPConnectError(NO_SDK) from None
 
         read_timeout = self.connection.connect_timeout  # bounds the handshake's requests
         if self.url is not None:
