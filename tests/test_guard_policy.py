@@ -174,6 +174,22 @@ def test_bad_guard_settings_fail_at_construction():
         ReActAgent(ScriptedModel([]), approve="yes")
     with pytest.raises(TypeError, match="requires_approval"):
         tool(requires_approval="always")(lambda x: x)
+    with pytest.raises(TypeError, match="untrusted_output"):
+        tool(untrusted_output="web")(lambda x: x)
+
+
+def test_a_misspelt_verdict_never_reads_as_approval():
+    """``Decision("deny")`` is the approver's bug: the run ends saying so, the call never ran."""
+    with pytest.raises(ValueError, match="'approved', 'rejected' or 'edited', not 'deny'"):
+        Decision("deny")
+    with pytest.raises(TypeError, match="new arguments as a dict, not list"):
+        Decision("edited", arguments=["rm -rf ~"])
+    ran: list = []
+    agent = ReActAgent(ScriptedModel([call("tools", "shell", command="rm -rf ~"), "ok"]),
+                       [shell_tool(ran, requires_approval=True)], approve=lambda r: Decision("deny"))
+    result, events = run(agent)
+    assert ran == [] and result.status == "error" and "not 'deny'" in result.error
+    assert not of(events, Action)
 
 
 # -- CodeAct: the code's tool calls, through the sandbox bridge ----------------------------------

@@ -40,6 +40,15 @@ class Decision:
     digest: str | None = None
     by: str = "callback"
 
+    def __post_init__(self) -> None:
+        # a verdict misspelt ("deny", "yes") must not read as approval: say so, the user's bug
+        if self.verdict not in ("approved", "rejected", "edited"):
+            raise ValueError(f"a Decision's verdict is 'approved', 'rejected' or 'edited', not "
+                             f"{self.verdict!r} (Decision.approve() / .reject(why) / .edit(args))")
+        if self.verdict == "edited" and not isinstance(self.arguments, dict):
+            raise TypeError(f"an edited Decision carries the new arguments as a dict, not "
+                            f"{type(self.arguments).__name__}")
+
     @classmethod
     def approve(cls, digest: str | None = None) -> Decision:
         return cls("approved", digest=digest)
