@@ -147,3 +147,18 @@ model = ScriptedModel([weather])
         term.prompt()
         term.sendline("/exit")
         assert term.wait_exit() == 0
+
+
+def test_tao_run_with_memory_keeps_and_recalls_a_preference(monkeypatch):
+    from typer.testing import CliRunner
+
+    import tao.cli as cli
+
+    models = [ScriptedModel(["Noted, 5."]), ScriptedModel([weather]), ScriptedModel([weather])]
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: models.pop(0))
+    run = CliRunner().invoke
+    assert run(cli.app, ["run", "I prefer temperatures in Celsius. What is 2+3?", "--memory"]).exit_code == 0
+    res = run(cli.app, ["run", "How warm is it in Oslo today?", "--memory"])
+    assert "Final Answer: Oslo: 12 °C" in res.stdout
+    res = run(cli.app, ["run", "How warm is it in Oslo today?"])  # without --memory: nothing
+    assert "Final Answer: Oslo: 54 °F" in res.stdout
