@@ -191,7 +191,22 @@ def test_a_failing_server_is_a_typed_error_in_time_and_the_next_call_works(fragi
     else:
         assert after.value == first.value and fragile.connection.sessions == 1
     if tool == "fail":
-        assert "refused: no" in result.content
+        assert result.content == "Error: MCPToolError: refused: no"
+
+
+RAW = Path(__file__).parent / "mcp_servers" / "raw.py"
+
+
+@pytest.mark.parametrize("tool, kind", [("bad_shape", "MCPBadResponse"), ("wrong_id", "MCPTimeout"),
+                                        ("bad_json", "MCPTimeout"), ("exit_after", "MCPServerDied")])
+def test_a_server_answering_what_is_not_mcp_is_a_typed_error_in_time(tool, kind, capfd):
+    with MCPServer(command=[sys.executable, str(RAW)], timeout=1.5) as raw:
+        assert call(raw, "ok")[0].content == "fine"
+        result, seconds = call(raw, tool)
+        assert result.is_error and result.content.startswith(f"Error: {kind}: ")
+        assert seconds < 1.5 + 1
+        assert call(raw, "ok")[0].content == "fine"
+    assert "Traceback" not in capfd.readouterr().err  # the SDK's log stays off the terminal
 
 
 def test_a_server_killed_between_calls_is_started_again_for_the_next_call(fragile):

@@ -249,7 +249,8 @@ def value_of(result: Any, output_schema: Any = None) -> Any:
     ``{"result": x}`` the SDK puts a plain return value in), else its text; ``MCPToolError``
     when the server says the call failed."""
     text = "\n".join(_block_text(b) for b in result.content or ())
-    if result.is_error:
+    if result.is_error:  # the SDK's servers say "Error executing tool NAME: why"; keep the why
+        text = re.sub(r"^Error executing tool \S+: ", "", text)
         raise MCPToolError(text or "the server reported an error without a message")
     data = result.structured_content
     if data is None:

@@ -35,6 +35,12 @@ def mcp_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _lock:
         if _loop is None:
+            import logging
+
+            # the SDK logs a bad line from a server with its traceback; with no handler of the
+            # user's that would reach the terminal mid-run (Python's last-resort handler). The
+            # typed error says it; a user who configures logging still gets the records.
+            logging.getLogger("mcp").addHandler(logging.NullHandler())
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="tao-mcp", daemon=True).start()
             atexit.register(_close_all)
