@@ -165,3 +165,13 @@ def test_max_seconds_stops_a_plan_whose_parallel_steps_run_on():
                                           max_seconds=0.5, max_replans=0))
     assert result.status == "budget" and result.error.startswith("max_seconds=0.5: ")
     assert sorted(ran) == ["k1", "k2", "k3"] and time.perf_counter() - start < 2
+
+
+def test_a_budget_spent_before_parallel_steps_start_fails_none_of_their_dependents():
+    """The plan's reply alone spends max_tokens: steps 1 and 2 are refused at the door, and
+    steps 3 and 4 (which use their results) neither run nor fail for want of them."""
+    model = ScriptedModel([plan_reply(SEED_PLAN)])
+    result, events = run(PlanExecuteAgent(model, [calculator], max_tokens=300), SEED_TASK)
+    assert result.status == "budget" and result.error.startswith("max_tokens=300")
+    assert not [e for e in events if e.kind.startswith("step_")]
+    assert [e.message for e in events if type(e) is Error] == [f"BudgetExceeded: {result.error}"]

@@ -180,6 +180,8 @@ class Execution:
                 if dep in self.done:
                     await self.done[dep].wait()
             outcomes = self.outcomes
+            if any(d in self.done and d not in outcomes for d in step.depends_on):
+                return  # a dependency raised (a spent budget): the run is ending, not this step
             blocked = [d for d in step.depends_on if d in outcomes and outcomes[d].status != "done"]
             if blocked:
                 dep = outcomes[blocked[0]]
