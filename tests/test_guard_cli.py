@@ -153,3 +153,25 @@ def test_an_audit_log_that_cannot_be_written_is_a_clear_error_in_ci(project, com
     assert f"cannot write the audit log {project / 'victim.txt' / 'tao' / 'audit.jsonl'}: " \
            "Not a directory" in said and "--no-audit" in said
     assert "Traceback" not in child.stderr
+
+
+def test_tao_chat_asks_and_the_answers_stay_out_of_its_line_history(tmp_path):
+    script = ("model = ScriptedModel([tool_call('calculator', operation='add', a=1, b=2), '3', "
+              "tool_call('calculator', operation='add', a=2, b=2), '4'])")
+    term = launch(script, ["chat", "--require-approval", "calculator", "--no-audit"], cwd=tmp_path)
+    term.prompt()
+    term.sendline("1+2?")
+    term.expect("approve? [y]es / [n]o / [e]dit")
+    term.sendline("y")
+    term.expect("Observation: 3")
+    term.prompt()
+    term.sendline("2+2?")
+    term.expect("approve? [y]es / [n]o / [e]dit")
+    term.sendline("n")
+    term.expect("Reason for the model")
+    term.sendline("not now")
+    term.expect("rejected this call of 'calculator'; it was not run. Reason: not now")
+    term.prompt()
+    term.sendline("/exit")
+    assert term.wait_exit() == 0
+    assert (tmp_path / "data" / "chat_history").read_text().split() == ["1+2?", "2+2?", "/exit"]

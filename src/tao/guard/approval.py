@@ -157,6 +157,18 @@ class Screen:
 SCREEN = Screen()
 
 
+def _read_line(prompt: str) -> str:
+    """``input(prompt)``, kept out of readline's history: in ``tao chat`` a y / n / reason typed
+    here must not come back as a task on the up arrow (nor be saved with the chat's lines)."""
+    text = input(prompt)
+    readline = sys.modules.get("readline")
+    if readline is not None and text:
+        n = readline.get_current_history_length()
+        if n and readline.get_history_item(n) == text:
+            readline.remove_history_item(n - 1)
+    return text
+
+
 class TerminalApprover:
     """Asks on the terminal: the batch listed together, then y / n (and a reason) / e (new JSON
     arguments) for each. Reads in a thread, so the other steps of a plan keep running."""
@@ -165,7 +177,7 @@ class TerminalApprover:
 
     def __init__(self, lang: str = "en", read: Any = None, write: Any = None):
         self.t = prompts.table("guard")[lang if lang == "zh" else "en"]
-        self.read = read or input
+        self.read = read or _read_line
         self.write = write or (lambda s: print(s, file=sys.stderr, flush=True))
 
     async def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
