@@ -122,6 +122,24 @@ def test_a_filter_never_hides_a_memory_behind_the_vector_index(pg_url):
         assert sorted(i.text for i in found) == [f"rare memory {n}" for n in range(3)]
 
 
+def test_postgres_ranks_like_sqlite_beyond_the_candidate_pool(pg_url, tmp_path):
+    """400 rows: more than either retriever's 50 candidates, so some found by one list only
+    have their vectors read afterwards."""
+    pg = MemoryStore(pg_url, embedder=toy(), table=next(_tables))
+    lite = MemoryStore(tmp_path / "many.sqlite3", embedder=toy())
+    for n in range(400):
+        for s in (pg, lite):
+            s.add(f"common memory {n} " + ("tea" if n % 7 == 0 else "coffee"), n=n)
+    for q in ("memory 399", "tea 14", "coffee", "rare"):
+        # BM25 and ts_rank order keyword matches a little differently, so near-equal scores
+        # may come in another order: the best is the same, the rest as good
+        a, b = pg.search(q, k=5), lite.search(q, k=5)
+        assert a[0].score == pytest.approx(b[0].score, abs=1e-5), q
+        assert [i.score for i in a] == pytest.approx([i.score for i in b], abs=1e-3), q
+    pg.close()
+    lite.close()
+
+
 def test_a_store_refuses_another_embedder(pg_url, use):
     table = next(_tables)
     MemoryStore(pg_url, embedder=use, table=table).close()

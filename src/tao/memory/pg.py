@@ -147,8 +147,11 @@ class PostgresBackend:
     def vectors(self, ids: Sequence[int]) -> dict[int, Any]:
         if not ids:
             return {}
-        return dict(self._all(f"SELECT id, embedding FROM {self.table} "
-                              "WHERE embedding IS NOT NULL AND id = ANY(%s)", (list(ids),)))
+        with self._lock:  # binary: pgvector's loader reads floats, not their decimal text
+            rows = self._db.execute(f"SELECT id, embedding FROM {self.table} WHERE embedding "
+                                    "IS NOT NULL AND id = ANY(%s)", (list(ids),),
+                                    binary=True).fetchall()
+        return {i: v.to_numpy().astype("float32") for i, v in rows}
 
     def nearest(self, query: Any, n: int, filters: dict[str, Any]) -> list[tuple[int, float]]:
         sql, args = _filters_sql(filters)

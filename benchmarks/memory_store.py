@@ -1,0 +1,211 @@
+"""What tao.memory.MemoryStore costs and how well it finds things, on 200 facts of our own
+(benchmarks/data/memory_facts.jsonl: 100 English, 100 Chinese - preferences, people, project
+facts, lessons; many Chinese facts say what an English one says, which makes the other
+language's twin a hard distractor).
+
+Each fact has one paraphrased query (other words, same meaning: "What hot drink does Ana start
+her day with?" for "Ana drinks green tea every morning and avoids coffee.") and 97 Chinese facts
+a two-character word of theirs as a query ("绿茶"). A query counts as found when its own fact
+is in the top 5 (recall@5); a fact's translation does not count.
+
+Reported: add() latency (the first add loads the embedder and is shown apart), recall@5 per
+query kind for the default ranking and for each part alone (vector only, keyword only, RRF
+without the rerank), MRR@10 and recall@1, search latency; then search latency with 10,000
+more rows (random vectors, texts of words drawn from the facts) on sqlite-vec and on the numpy
+fallback; and with --pg, the same on PostgreSQL + pgvector (a pgserver started in a temporary
+folder).
+
+    python benchmarks/memory_store.py [--pg] [--scale 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import tao.memory.store as store_module
+from tao.memory import MemoryStore, USEEmbedder
+from tao.memory.text import segment
+
+DATA = Path(__file__).parent / "data" / "memory_facts.jsonl"
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def ms(v: float) -> str:
+    return f"{v * 1000:.1f}"
+
+
+def load(store: MemoryStore, facts: list[dict]) -> tuple[dict[str, int], list[float]]:
+    ids, times = {}, []
+    for f in facts:
+        t = time.perf_counter()
+        ids[f["id"]] = store.add(f["text"], lang=f["lang"]).id
+        times.append(time.perf_counter() - t)
+    return ids, times
+
+
+def queries(facts: list[dict], ids: dict[str, int]) -> list[tuple[str, int, str]]:
+    out = [(f["paraphrase"], ids[f["id"]], f"paraphrase {f['lang']}") for f in facts]
+    out += [(f["word"], ids[f["id"]], "2-char zh word") for f in facts if "word" in f]
+    return out
+
+
+def evaluate(search, qs) -> tuple[dict[str, float], float, float, list[float]]:
+    """recall@5 by kind (and "all"), MRR@10, recall@1, per-query seconds."""
+    found: dict[str, list[bool]] = {}
+    rr, times = [], []
+    for q, target, kind in qs:
+        t = time.perf_counter()
+        ranked = search(q)
+        times.append(time.perf_counter() - t)
+        rank = ranked.index(target) + 1 if target in ranked else None
+        found.setdefault(kind, []).append(rank is not None and rank <= 5)
+        rr.append(1 / rank if rank else 0.0)
+    recall = {k: sum(v) / len(v) for k, v in found.items()}
+    recall["all"] = sum(sum(v) for v in found.values()) / len(qs)
+    return recall, statistics.mean(rr), sum(r == 1 for r in rr) / len(rr), times
+
+
+def ranking_table(store: MemoryStore, kw_store: MemoryStore, qs) -> list[tuple]:
+    def hybrid(q):
+        return [i.id for i in store.search(q, k=10)]
+
+    def vector_only(q):
+        qv = store._embed([q])[0]
+        return [i for i, _ in store._db.nearest(qv, 10, {})]
+
+    def keyword_only(q):
+        return [i.id for i in kw_store.search(q, k=10)]
+
+    def rrf_only(q):
+        store_module.RERANK = False
+        try:
+            return hybrid(q)
+        finally:
+            store_module.RERANK = True
+
+    rows = []
+    for name, fn in [("hybrid: RRF + rerank (default)", hybrid), ("RRF, no rerank", rrf_only),
+                     ("vector only", vector_only), ("keyword only (FTS5)", keyword_only)]:
+        recall, mrr, r1, times = evaluate(fn, qs)
+        rows.append((name, recall, mrr, r1, times))
+    return rows
+
+
+def print_ranking(title: str, rows: list[tuple]) -> None:
+    kinds = ["paraphrase en", "paraphrase zh", "2-char zh word", "all"]
+    print(f"\n{title}\n{'ranking':32} " + " ".join(f"{k:>14}" for k in kinds)
+          + f" {'MRR@10':>7} {'R@1':>6} {'p50 ms':>7} {'p95 ms':>7}")
+    for name, recall, mrr, r1, times in rows:
+        print(f"{name:32} " + " ".join(f"{recall[k]:>14.3f}" for k in kinds)
+              + f" {mrr:>7.3f} {r1:>6.3f} {ms(pct(times, 50)):>7} {ms(pct(times, 95)):>7}")
+
+
+def print_adds(label: str, times: list[float]) -> None:
+    rest = times[1:]
+    print(f"{label:32} first {ms(times[0]):>7} ms   p50 {ms(pct(rest, 50)):>6} ms   "
+          f"p95 {ms(pct(rest, 95)):>6} ms   max {ms(max(rest)):>6} ms   (n={len(rest)})")
+
+
+def fill(store: MemoryStore, n: int, facts: list[dict], seed: int = 7) -> None:
+    """``n`` more rows written straight through the backend: random unit vectors (so the
+    embedder's cost stays out) and texts of 8-14 words drawn from the facts."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    vocab = [w for f in facts for w in f["text"].replace("，", " ").split()]
+    vecs = np.random.default_rng(seed).standard_normal((n, store._embedder.dim))
+    vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype("float32")
+    for i in range(n):
+        text = " ".join(rng.choice(vocab) for _ in range(rng.randint(8, 14))) + f" #{i}"
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        store._db.insert(text, segment(text), '{"kind":"filler"}', time.time(), digest, vecs[i])
+
+
+def scale_rows(path: Path, use, qs) -> list[tuple[str, float, float, float, float]]:
+    out = []
+    for backend in ("sqlite-vec", "numpy"):
+        if backend == "numpy":
+            sys.modules["sqlite_vec"] = None  # as if not installed
+        try:
+            s = MemoryStore(path, embedder=use)
+            assert s.vector_backend == backend, s.vector_backend
+            recall, _, _, times = evaluate(lambda q: [i.id for i in s.search(q, k=10)], qs)
+            filt = []
+            for q, _, _ in qs[:60]:
+                t = time.perf_counter()
+                s.search(q, k=5, lang="zh")
+                filt.append(time.perf_counter() - t)
+            out.append((backend, recall["all"], pct(times, 50), pct(times, 95), pct(filt, 50)))
+            s.close()
+        finally:
+            sys.modules.pop("sqlite_vec", None)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pg", action="store_true", help="also PostgreSQL + pgvector (pgserver)")
+    ap.add_argument("--scale", type=int, default=10_000, help="rows added for the scale run")
+    ap.add_argument("--dir", default=".", help="where the SQLite files go (a real disk)")
+    args = ap.parse_args()
+    facts = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
+    folder = Path(tempfile.mkdtemp(prefix="tao-memory-bench-", dir=args.dir))
+    print(f"{len(facts)} facts; store files in {folder}")
+
+    use = USEEmbedder()
+    t = time.perf_counter()
+    s = MemoryStore(folder / "facts.sqlite3", embedder=use)
+    opened = time.perf_counter() - t
+    ids, add_times = load(s, facts)
+    print(f"\nadd() on SQLite ({s.vector_backend}); opening the store took {ms(opened)} ms")
+    print_adds("add(), embedder USE", add_times)
+    kw = MemoryStore(folder / "keyword.sqlite3", embedder=False)
+    _, kw_times = load(kw, facts)
+    print_adds("add(), embedder=False", kw_times)
+    qs = queries(facts, ids)
+    kw.close()
+    kw = MemoryStore(folder / "facts.sqlite3", embedder=False)
+    print_ranking(f"recall@5 on SQLite, {len(qs)} queries", ranking_table(s, kw, qs))
+    s.close()
+
+    big = folder / "scale.sqlite3"
+    with MemoryStore(big, embedder=use) as b:
+        ids_b, _ = load(b, facts)
+        fill(b, args.scale, facts)
+        n = len(b)
+    print(f"\nsearch with {n} rows (the facts + {args.scale} filler), default ranking")
+    print(f"{'vectors':12} {'recall@5':>9} {'p50 ms':>7} {'p95 ms':>7} {'p50 ms lang=zh':>15}")
+    for backend, recall, p50, p95, f50 in scale_rows(big, use, queries(facts, ids_b)):
+        print(f"{backend:12} {recall:>9.3f} {ms(p50):>7} {ms(p95):>7} {ms(f50):>15}")
+
+    if args.pg:
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="tao-pg-"), cleanup_mode="delete")
+        try:
+            pg = MemoryStore(server.get_uri(), embedder=use, table="bench_facts")
+            ids_pg, pg_times = load(pg, facts)
+            print("\nPostgreSQL + pgvector (pgserver, one connection, Unix socket)")
+            print_adds("add(), embedder USE", pg_times)
+            pkw = MemoryStore(server.get_uri(), embedder=False, table="bench_facts")
+            print_ranking("recall@5 on PostgreSQL", ranking_table(pg, pkw, queries(facts, ids_pg)))
+            pg.close()
+            pkw.close()
+        finally:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()
