@@ -9,9 +9,10 @@ Loaded only when named: ``import tao`` does not import this package nor the ``mc
 
 from __future__ import annotations
 
-from .client import MCPServer, MCPTool
+from .client import MCPServer
 from .errors import (MCPBadResponse, MCPConnectError, MCPError, MCPServerDied, MCPTimeout,
                      MCPToolError)
+from .tool import MCPTool
 
 __all__ = ["MCPBadResponse", "MCPConnectError", "MCPError", "MCPServer", "MCPServerDied",
            "MCPTimeout", "MCPTool", "MCPToolError"]
