@@ -109,6 +109,20 @@ def test_codeact_gets_the_raw_value_but_the_run_is_tainted_all_the_same():
     assert out.startswith("True\nrefused:") and "stdin is not a terminal" in out
 
 
+
+def test_codeact_output_after_an_untrusted_read_reaches_the_model_fenced():
+    """The code printed what read_doc returned: the model reads it in the code's output, so that
+    output is fenced as data; a later block that read nothing untrusted is not."""
+    code = "```python\nprint(read_doc('notes.txt'))\n```"
+    model = ScriptedModel([code, "```python\nprint(6 * 7)\n```", "done"])
+    result, events = run(CodeActAgent(model, tools([], {"notes.txt": INJECTION}), sandbox="bwrap",
+                                      helpers=False))
+    first, second = [e.observation for e in events if e.kind == "execution"]
+    nonce, inside = fence_parts(first)
+    assert "ignore previous instructions" in inside and nonce in model.calls[0][0].content
+    assert second == "42"
+
+
 def test_untrusted_star_fences_every_tool_s_output():
     ran: list = []
     model = ScriptedModel([tool_call("shell", command="ls"), tool_call("shell", command="ls"), "ok"])

@@ -175,7 +175,7 @@ class CodeActAgent(Agent):
                         yield event
                     res = pump.value
                     executions += 1
-                    outputs.append(res.to_observation())
+                    outputs.append(guard.fenced(res.to_observation(), "python"))  # read untrusted: data
                     yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s,
                                             res.stderr, res.killed_reason, outputs[-1])
                     if res.has_final_answer:

@@ -91,6 +91,7 @@ class Run:
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
         self.meter = Meter(b, self.t, self.id, self.parent.meter if self.parent else None)
         self.tainted = False
+        self._reads = self._fenced_at = 0  # untrusted results read; and when last fenced()
         self.tag = ""
         #: calls decided before their Action (call id -> the call to run, or the refusal), and
         #: the digest each was decided with: what runs must still hash the same
@@ -200,12 +201,24 @@ class Run:
             run: Run | None = self
             while run is not None:  # what a sub-agent read reaches its parent in its answer
                 run.tainted, run = True, run.parent
+            self._reads += 1
             content = fence(content, call.name, self.nonce(), self.lang)
         edited = self._edited.pop(call.id, None)
         if edited is not None:
             content = prompts.render(self.t["edited"], arguments=dumps(edited)) + content
         self._audit_call(call, tool, "error" if result.is_error else "ok", result.duration_s)
         return result if content is result.content else replace(result, content=content)
+
+    def fenced(self, content: str, source: str) -> str:
+        """``content`` fenced as ``source``'s data when untrusted output was read since the last
+        call (CodeAct: the code got a web page's raw text and printed it - the model reads it
+        in the code's output, not in a tool result), else as it is."""
+        if self._reads == self._fenced_at:
+            return content
+        from .untrusted import fence
+
+        self._fenced_at = self._reads
+        return fence(content, source, self.nonce(), self.lang)
 
     def nonce(self) -> str:
         if not self.tag:
