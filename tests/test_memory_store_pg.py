@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from tao.memory import FunctionEmbedder, MemoryStore, USEEmbedder
+from tao.memory import FunctionEmbedder, MemoryStore, MemoryStoreError, USEEmbedder
 
 if os.environ.get("TAO_REQUIRE_POSTGRES") != "1":
     pytest.importorskip("pgserver")
@@ -143,7 +143,7 @@ def test_postgres_ranks_like_sqlite_beyond_the_candidate_pool(pg_url, tmp_path):
 def test_a_store_refuses_another_embedder(pg_url, use):
     table = next(_tables)
     MemoryStore(pg_url, embedder=use, table=table).close()
-    with pytest.raises(ValueError, match="usem3"):
+    with pytest.raises(MemoryStoreError, match="usem3"):
         MemoryStore(pg_url, embedder=toy(), table=table)
 
 

