@@ -175,3 +175,21 @@ def test_tao_chat_asks_and_the_answers_stay_out_of_its_line_history(tmp_path):
     term.sendline("/exit")
     assert term.wait_exit() == 0
     assert (tmp_path / "data" / "chat_history").read_text().split() == ["1+2?", "2+2?", "/exit"]
+
+
+def test_tao_code_and_chat_read_the_guardrails_from_tao_toml(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tao.toml").write_text('deny = ["run_command"]\naudit = "logs/audit.jsonl"\n')
+    (tmp_path / "ws" / "src").mkdir(parents=True)
+    use(monkeypatch, ScriptedModel([
+        'Thought: clean\nAction: run_command\nAction Input: {"command": "ls"}',
+        "Thought: ok\nAction: Finish【denied】"]))
+    res = runner.invoke(cli.app, ["code", "tidy up", "--workspace", "ws", "--sandbox", "subprocess"])
+    assert res.exit_code == 0, res.output
+    assert "'run_command' is denied by this run's policy" in res.output
+    calls = [r for r in entries(tmp_path / "logs" / "audit.jsonl") if r["kind"] == "tool.call"]
+    assert [(r["tool"], r["status"]) for r in calls] == [("run_command", "denied")]
+    use(monkeypatch, ScriptedModel([tool_call("run_command", command="ls"), "no"]))
+    res = runner.invoke(cli.app, ["chat", "--tools", "tao.tools.calculator:calculator"], input="go\n/exit\n")
+    assert res.exit_code == 0, res.output
+    assert len({r["run_id"] for r in entries(tmp_path / "logs" / "audit.jsonl")}) == 2
