@@ -78,6 +78,14 @@ def test_a_name_that_is_no_identifier_reads_as_one_and_the_old_name_says_where_i
     assert wrong.is_error and "'get-time' is called 'get_time' here" in wrong.content
 
 
+def test_prefix_puts_the_servers_name_before_every_tool_and_the_plain_name_says_so():
+    with demo(prefix="demo") as s:
+        assert {"demo_add", "demo_get_time"} <= set(Toolbox([s]).names)
+        wrong, _ = call(s, "add", a=1, b=2)
+        assert "'add' is called 'demo_add' here" in wrong.content
+        assert call(s, "demo_add", a=1, b=2)[0].content == "3"
+
+
 # -- the three agents --------------------------------------------------------------------------
 @pytest.mark.parametrize("protocol", ["tools", "text"])
 def test_react_calls_the_servers_tools(server, protocol):
@@ -161,6 +169,16 @@ def test_deny_and_approval_hold_for_mcp_tools_and_a_server_can_be_marked_as_a_wh
         assert asked == ["add", "weather"]  # every tool of the marked server needed approval
         assert add.is_error and "add" in add.content
         assert "<<<DATA" in weather.content and '"temp_c": 21' in weather.content  # fenced
+
+
+def test_audit_and_budgets_count_mcp_calls(server, tmp_path):
+    log = tmp_path / "audit.jsonl"
+    model = ScriptedModel([tool_call("add", a=1, b=2), tool_call("add", a=3, b=4), "never"])
+    result = ReActAgent(model, [server], audit=log, max_tool_calls=1).run("go")
+    assert result.status == "budget" and result.tool_calls == 1
+    calls = [r for r in map(json.loads, log.read_text().splitlines()) if r["kind"] == "tool.call"]
+    assert [(c["tool"], c["arguments"], c["status"]) for c in calls] == [
+        ("add", {"a": 1, "b": 2}, "ok")]
 
 
 # -- failures: a typed observation within timeout + 1 s, then a reconnect ------------------------

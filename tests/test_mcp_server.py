@@ -117,3 +117,31 @@ def test_serve_rejects_an_unknown_agent_and_a_taken_port(served_script):
         out = subprocess.run(serve_command(served_script, "--http", "--port", str(port)),
                              capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "cannot listen" in out.stderr
+
+
+def test_each_served_agent_is_a_tool_taking_a_task(tmp_path):
+    """react, codeact (its code in a sandbox in the server's process tree) and plan, in turn,
+    on the one scripted model the server was started with."""
+    from mcp import Client, StdioServerParameters
+
+    plan = {"steps": [{"id": "step1", "description": "15 × 27", "tool": "calculator",
+                       "args": {"operation": "multiply", "a": 15, "b": 27}, "depends_on": []}],
+            "answer": "plan: $step1"}
+    script = tmp_path / "agents.json"
+    script.write_text(json.dumps([
+        *SERVED,
+        "```python\nfinal_answer(f\"codeact: {int(calculator('multiply', 15, 27))}\")\n```",
+        json.dumps(plan)], ensure_ascii=False), encoding="utf-8")
+    command = serve_command(script, "--agents")
+
+    async def main():
+        params = StdioServerParameters(command=command[0], args=command[1:])
+        async with Client(params, read_timeout_seconds=120) as client:
+            return [await client.call_tool(kind, {"task": "15 × 27?"})
+                    for kind in ("react", "codeact", "plan")]
+
+    react, codeact, planned = asyncio.run(main())
+    assert react.content[0].text == "15 × 27 = 405"
+    assert not codeact.is_error, codeact.content[0].text
+    assert codeact.content[0].text == "codeact: 405"
+    assert planned.content[0].text == "plan: 405"
