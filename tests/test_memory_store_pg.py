@@ -167,6 +167,19 @@ def test_several_processes_open_and_add_to_one_new_table_at_once(pg_url):
         assert s.search("process 2 fact 13", k=1)[0].text == "process 2 fact 13"
 
 
+def test_a_dropped_connection_is_made_again(pg_url):
+    import psycopg
+
+    with MemoryStore(pg_url, embedder=toy(), table=next(_tables)) as s:
+        kept = s.add("before the server dropped us")
+        pid = s._db._db.info.backend_pid
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+        after = s.add("after it dropped us")
+        assert [i.id for i in s.all()] == [kept.id, after.id]
+        assert s.search("dropped", k=2)[0].text in {kept.text, after.text}
+
+
 def test_bad_table_names_and_urls_are_clear_errors(pg_url):
     with pytest.raises(ValueError, match="identifier"):
         MemoryStore(pg_url, embedder=False, table="x; DROP TABLE y")

@@ -52,6 +52,7 @@ class PostgresBackend:
         self.location = _safe_url(url) + f"#{table}"
         self._url = url
         self._lock = threading.RLock()
+        self._register = register_vector
         self._db = psycopg.connect(url, autocommit=True)
         try:
             with self._db.transaction():
@@ -94,9 +95,22 @@ class PostgresBackend:
             "AND attname = 'embedding'", (self.table,)).fetchone()
         return row[0] if row and row[0] > 0 else None
 
-    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+    def _retrying(self, work):
+        """``work(connection)``, once more on a fresh connection if the server dropped this
+        one (a restart, a failover, an idle timeout). Every statement here may run twice: an
+        insert is keyed by its digest, a delete by its id."""
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return work(self._db)
+            except self._psycopg.OperationalError:
+                if not (self._db.closed or self._db.broken):
+                    raise
+                self._db = self._psycopg.connect(self._url, autocommit=True)
+                self._register(self._db)
+                return work(self._db)
+
+    def _all(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple]:
+        return self._retrying(lambda db: db.execute(sql, args, binary=binary).fetchall())
 
     def meta(self, key: str) -> str | None:
         rows = self._all(f"SELECT value FROM {self.table}_meta WHERE key = %s", (key,))
@@ -149,10 +163,8 @@ class PostgresBackend:
     def vectors(self, ids: Sequence[int]) -> dict[int, Any]:
         if not ids:
             return {}
-        with self._lock:  # binary: pgvector's loader reads floats, not their decimal text
-            rows = self._db.execute(f"SELECT id, embedding FROM {self.table} WHERE embedding "
-                                    "IS NOT NULL AND id = ANY(%s)", (list(ids),),
-                                    binary=True).fetchall()
+        rows = self._all(f"SELECT id, embedding FROM {self.table} WHERE embedding IS NOT NULL "
+                         "AND id = ANY(%s)", (list(ids),), binary=True)  # floats, not text
         return {i: v.to_numpy().astype("float32") for i, v in rows}
 
     def nearest(self, query: Any, n: int, filters: dict[str, Any]) -> list[tuple[int, float]]:
@@ -163,14 +175,19 @@ class PostgresBackend:
         select = (f"SELECT id, 1 - (embedding <=> %s) AS cos FROM {self.table} "
                   f"WHERE embedding IS NOT NULL {sql} ORDER BY embedding <=> %s LIMIT %s")
         params = [query, *args, query, n]
-        with self._lock, self._db.transaction():
-            if self._hnsw:
-                self._db.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(n, 1000))}")
-            rows = self._db.execute(select, params).fetchall()
-            if self._hnsw and len(rows) < n and filters:
-                # ordered by an expression the index cannot serve: an exact scan
-                exact = select.replace("ORDER BY embedding <=> %s", "ORDER BY cos DESC, id")
-                rows = self._db.execute(exact, params[:-2] + [n]).fetchall()
+
+        def work(db):
+            with db.transaction():
+                if self._hnsw:
+                    db.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(n, 1000))}")
+                rows = db.execute(select, params).fetchall()
+                if self._hnsw and len(rows) < n and filters:
+                    # ordered by an expression the index cannot serve: an exact scan
+                    exact = select.replace("ORDER BY embedding <=> %s", "ORDER BY cos DESC, id")
+                    rows = db.execute(exact, params[:-2] + [n]).fetchall()
+            return rows
+
+        rows = self._retrying(work)
         return [(i, float(c)) for i, c in rows]
 
     def close(self) -> None:
