@@ -162,3 +162,30 @@ def test_tao_run_with_memory_keeps_and_recalls_a_preference(monkeypatch):
     assert "Final Answer: Oslo: 12 °C" in res.stdout
     res = run(cli.app, ["run", "How warm is it in Oslo today?"])  # without --memory: nothing
     assert "Final Answer: Oslo: 54 °F" in res.stdout
+
+
+def test_tao_chat_lists_and_forgets_what_it_remembers(tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    out = StringIO()
+    store = MemoryStore(tmp_path / "m.sqlite3", embedder=False)
+    store.add("Bo's memory", kind="fact", user="bo")
+    session = ChatSession(ScriptedModel(["Noted."] * 2), "scripted", memory=store, user="ana",
+                          console=Console(file=out, width=100))
+    session.handle("/memory")
+    assert "Nothing remembered yet." in out.getvalue()
+    session.handle("I prefer tea to coffee.")
+    session.handle("My name is Ana.")
+    session.handle("/memory")
+    assert "preference I prefer tea to coffee." in out.getvalue()
+    assert "Bo's memory" not in out.getvalue()  # another user's
+    [tea] = [i for i in store.all(user="ana") if "tea" in i.text]
+    session.handle(f"/forget {tea.id}")
+    assert "Forgot 1." in out.getvalue()
+    assert [i.text for i in store.all(user="ana")] == ["My name is Ana."]
+    session.handle("/forget all")
+    assert store.all(user="ana") == [] and len(store.all(user="bo")) == 1
+    session.handle("/forget nonsense")
+    assert "Forgot 0." in out.getvalue()

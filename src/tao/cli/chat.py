@@ -39,10 +39,14 @@ AGENTS = [k.value for k in AgentKind]
 TEXTS = {
     "zh": {
         "welcome": "tao chat · {agent} · {model} · 工具：{tools}。/help 查看命令，Ctrl-D 退出。",
-        "help": "/reset         清空对话\n/agent NAME    换 agent：{agents}\n/model NAME    换模型："
+        "help": "/reset         清空对话\n/memory        列出记住的关于你的内容\n"
+                "/forget ID|all 忘掉一条或全部\n"
+                "/agent NAME    换 agent：{agents}\n/model NAME    换模型："
                 "auto、local、local-1.5b、openai、openai:NAME\n/exit          退出（也可以按 Ctrl-D）\n"
                 "Ctrl-C         停止正在进行的回答",
         "reset": "对话已清空。", "agent": "agent：{name}", "model": "模型：{name}",
+        "no_memories": "还没有记住任何内容。", "forgot": "已忘掉 {n} 条。",
+        "no_memory": "本次会话未开启记忆（--no-memory）。",
         "stopped": "已停止。", "again": "再按一次 Ctrl-C（或 Ctrl-D）退出。",
         "unknown": "未知命令 {cmd}；/help 列出所有命令。",
         "bad_agent": "没有名为 {name} 的 agent；可选：{agents}", "error": "出错：{e}",
@@ -50,10 +54,13 @@ TEXTS = {
     },
     "en": {
         "welcome": "tao chat · {agent} · {model} · tools: {tools}. /help lists commands, Ctrl-D leaves.",
-        "help": "/reset         forget the conversation\n/agent NAME    switch agent: {agents}\n"
+        "help": "/reset         forget the conversation\n/memory        list what is remembered about you\n"
+                "/forget ID|all forget one memory, or all\n/agent NAME    switch agent: {agents}\n"
                 "/model NAME    switch model: auto, local, local-1.5b, openai, openai:NAME\n"
                 "/exit          leave (Ctrl-D too)\nCtrl-C         stop the answer in progress",
         "reset": "Conversation cleared.", "agent": "agent: {name}", "model": "model: {name}",
+        "no_memories": "Nothing remembered yet.", "forgot": "Forgot {n}.",
+        "no_memory": "Memory is off in this session (--no-memory).",
         "stopped": "Stopped.", "again": "Press Ctrl-C again (or Ctrl-D) to leave.",
         "unknown": "Unknown command {cmd}; /help lists them.",
         "bad_agent": "No agent named {name}; choose one of: {agents}", "error": "error: {e}",
@@ -118,6 +125,8 @@ class ChatSession:
         elif name == "/reset":
             self.history.clear()
             self.say(t["reset"], "bold")
+        elif name in ("/memory", "/forget"):
+            self.memories(name, arg)
         elif name == "/agent":
             if arg and arg not in AGENTS:
                 self.say(t["bad_agent"].format(name=arg, agents=", ".join(AGENTS)), "red")
@@ -136,6 +145,21 @@ class ChatSession:
         else:
             self.say(t["unknown"].format(cmd=name), "yellow")
         return True
+
+    def memories(self, name: str, arg: str) -> None:
+        """``/memory`` lists this user's memories; ``/forget ID`` or ``/forget all`` deletes."""
+        store, scope, t = self.memory.store, self.memory.scope, self.t
+        if store is None:
+            return self.say(t["no_memory"], "yellow")
+        items = store.all(**scope)
+        if name == "/memory":
+            for i in items:
+                self.say(f"{i.id:>4}  {i.get('kind', '-'):<10} {i.text}")
+            return None if items else self.say(t["no_memories"], "dim")
+        ids = {i.id for i in items}
+        chosen = ids if arg == "all" else {int(arg)} & ids if arg.isdigit() else set()
+        self.say(t["forgot"].format(n=sum(store.delete(i) for i in chosen)), "bold")
+        return None
 
     def ask(self, question: str) -> None:
         """One run of the agent on ``question`` with the conversation so far; a Ctrl-C stops it
