@@ -10,7 +10,8 @@
 Each line is one run of the agent, given the conversation so far (every earlier question with
 its answer, before the new one; the oldest turns left out when the model's context would
 overflow). What you say about yourself ("I prefer answers in Celsius", "我叫李雷") is kept in
-``<data dir>/memory.sqlite3`` for your later sessions (``--user NAME``, ``--no-memory``). Ctrl-C stops the run in progress and the prompt
+``<data dir>/memory.sqlite3`` for your later sessions (``--user NAME``, ``--no-memory``);
+``/memory`` lists it, ``/forget ID`` or ``/forget all`` deletes it. Ctrl-C stops the run in progress and the prompt
 comes back, the conversation as it was; Ctrl-C twice in a row at the prompt, Ctrl-D or ``/exit``
 leaves. ``/reset`` forgets the conversation, ``/agent NAME`` and ``/model NAME`` switch for the
 next question (the conversation stays), ``/help`` lists them. The prompt has readline's line
