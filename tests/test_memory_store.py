@@ -91,6 +91,21 @@ def test_delete_get_and_ids_never_reused(store):
     assert store.add("a new memory").id > last.id
 
 
+def test_forgetting_a_user(store):
+    assert store.delete_all(user="ana") == 1
+    assert store.search("what does Ana drink?", user="ana") == [] and len(store) == 4
+    assert store.search("绿茶", k=1)[0]["user"] == "li"  # the keyword index forgot too
+    assert store.all(user="ana") == [] and not any(
+        "Ana" in i.text or "green tea" in i.text for i in store.search("green tea", k=5))
+    assert store.delete_all() == 4 and len(store) == 0
+
+
+async def test_async_callers_stay_off_the_event_loop(store):
+    item = await store.aadd("async fact about kites", kind="fact")
+    assert (await store.asearch("kites", k=1))[0].id == item.id
+    assert "kites" in await store.acontext("kites", max_tokens=50, kind="fact")
+
+
 def test_a_store_reopened_has_everything(tmp_path, use):
     path = tmp_path / "keep.sqlite3"
     with MemoryStore(path, embedder=use) as s:

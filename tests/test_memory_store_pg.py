@@ -100,6 +100,8 @@ def test_postgres_filters_dedupe_delete(pg_url, use):
         s.add("one", pinned=1)
         assert [i.text for i in s.all(pinned=True)] == ["pinned"]
         assert [i.text for i in s.all(pinned=1)] == ["one"]
+        assert s.delete_all(pinned=1) == 1 and s.all(pinned=1) == []
+        s.add("one", pinned=1)
         gone = s.all()[-1]
         assert s.delete(gone.id) and not s.delete(gone.id) and s.get(gone.id) is None
         assert s.add("new").id > gone.id

@@ -139,6 +139,10 @@ class PostgresBackend:
         return bool(self._all(f"DELETE FROM {self.table} WHERE id = %s RETURNING id",
                               (item_id,)))
 
+    def delete_all(self, filters: dict[str, Any]) -> int:
+        sql, args = _filters_sql(filters)
+        return len(self._all(f"DELETE FROM {self.table} WHERE true {sql} RETURNING id", args))
+
     def rows(self, filters: dict[str, Any], ids: Sequence[int] | None = None) -> list[tuple]:
         sql, args = _filters_sql(filters)
         if ids is not None:

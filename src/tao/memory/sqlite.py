@@ -189,6 +189,17 @@ class SqliteBackend:
             self._db.execute("DELETE FROM items_fts WHERE rowid = ?", (item_id,))
         return gone > 0
 
+    def delete_all(self, filters: dict[str, Any]) -> int:
+        sql, args = where(filters)
+        with self.transaction():
+            ids = [r[0] for r in self._db.execute(f"SELECT id FROM items WHERE 1 {sql}", args)]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                self._db.execute(f"DELETE FROM items WHERE id IN ({marks})", chunk)
+                self._db.execute(f"DELETE FROM items_fts WHERE rowid IN ({marks})", chunk)
+        return len(ids)
+
     def rows(self, filters: dict[str, Any], ids: Sequence[int] | None = None) -> list[tuple]:
         sql, args = where(filters)
         if ids is not None:

@@ -32,6 +32,7 @@ machines.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -159,6 +160,11 @@ class MemoryStore:
         """Removes one memory; ``False`` if there was none with that id."""
         return self._db.delete(int(item_id))
 
+    def delete_all(self, **filters: Any) -> int:
+        """Removes every memory whose metadata has these values (``user="ana"``: all of
+        Ana's), or every memory at all when given no filter; returns how many went."""
+        return self._db.delete_all(_check_filters(filters))
+
     # ----- reading -----------------------------------------------------------------------
     def get(self, item_id: int) -> MemoryItem | None:
         rows = self._db.rows({}, [int(item_id)])
@@ -223,6 +229,16 @@ class MemoryStore:
         items = compress(self.search(query, k=k, min_score=min_score, **filters), max_tokens,
                          count=count, line="- {text}")
         return "\n".join(f"- {i.text}" for i in items)
+
+    # ----- the same from async code, off the event loop ------------------------------------
+    async def aadd(self, text: str, **metadata: Any) -> MemoryItem:
+        return await asyncio.to_thread(self.add, text, **metadata)
+
+    async def asearch(self, query: str, k: int = 5, **kwargs: Any) -> list[MemoryItem]:
+        return await asyncio.to_thread(self.search, query, k, **kwargs)
+
+    async def acontext(self, query: str, max_tokens: int = 500, **kwargs: Any) -> str:
+        return await asyncio.to_thread(self.context, query, max_tokens, **kwargs)
 
     # ----- plumbing ----------------------------------------------------------------------
     @property
