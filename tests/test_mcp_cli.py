@@ -93,3 +93,11 @@ def test_tao_chat_mcp_keeps_one_server_for_the_session(model_is):
     pids = [line.split(":", 1)[1].strip() for line in res.stdout.splitlines()
             if line.startswith("Observation:")]
     assert len(pids) == 2 and pids[0] == pids[1]  # the same process answered both questions
+
+
+def test_a_server_started_by_the_cli_gets_the_users_environment(model_is, monkeypatch):
+    monkeypatch.setenv("TAO_MCP_TEST_KEY", "from-the-shell")
+    model = model_is(ScriptedModel([tool_call("env", name="TAO_MCP_TEST_KEY"), "ok"]))
+    res = runner.invoke(cli.app, ["run", "key?", "--mcp", SERVER, "--no-audit", "--json"])
+    assert res.exit_code == 0, res.output
+    assert [m.content for m in model.calls[-1] if m.role == "tool"] == ["from-the-shell"]

@@ -37,10 +37,10 @@ def observations(events):
     return [e for e in events if type(e) is Observation]
 
 
-def call(tools, name: str, **arguments):
+def call(tools, tool_name: str, /, **arguments):
     """One call through the tool door, timed."""
     start = time.perf_counter()
-    result = asyncio.run(Toolbox([tools]).execute(ToolCall("c1", name, arguments)))
+    result = asyncio.run(Toolbox([tools]).execute(ToolCall("c1", tool_name, arguments)))
     return result, time.perf_counter() - start
 
 
@@ -84,6 +84,14 @@ def test_prefix_puts_the_servers_name_before_every_tool_and_the_plain_name_says_
         wrong, _ = call(s, "add", a=1, b=2)
         assert "'add' is called 'demo_add' here" in wrong.content
         assert call(s, "demo_add", a=1, b=2)[0].content == "3"
+
+
+def test_a_server_gets_the_sdks_safe_environment_and_env_adds_to_it(monkeypatch):
+    monkeypatch.setenv("TAO_MCP_SECRET", "not for servers")
+    with demo(env={"TAO_MCP_GIVEN": "given"}) as s:
+        assert call(s, "env", name="TAO_MCP_SECRET")[0].content == ""
+        assert call(s, "env", name="TAO_MCP_GIVEN")[0].content == "given"
+        assert call(s, "env", name="PATH")[0].content != ""
 
 
 # -- the three agents --------------------------------------------------------------------------

@@ -53,6 +53,12 @@ def pid() -> int:
 
 
 @server.tool()
+def env(name: str) -> str:
+    """The value of an environment variable in the server's process ("" when unset)."""
+    return os.environ.get(name, "")
+
+
+@server.tool()
 def fail(message: str) -> str:
     """Fails with the message given."""
     raise ToolError(f"refused: {message}")

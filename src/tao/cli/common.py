@@ -230,7 +230,10 @@ McpOpt = Annotated[list[str] | None, typer.Option(
 def open_mcp(given: list[str] | None, config: Any = None, timeout: float = 30.0) -> list[Any]:
     """The MCP servers ``--mcp`` names (else ``tao.toml``'s ``mcp``, its commands run in the
     file's folder), each connected now: one that cannot start is a usage error (exit 2) before
-    any model is paid, and the ones already started are closed."""
+    any model is paid, and the ones already started are closed. A command gets the user's
+    environment, as it would from their shell (the library's default is the SDK's short safe
+    list), so ``tao mcp serve --model openai`` started this way finds its key."""
+    import os
     import re
     import shlex
 
@@ -248,7 +251,8 @@ def open_mcp(given: list[str] | None, config: Any = None, timeout: float = 30.0)
             spec = spec.strip()
             try:
                 server = (MCPServer(url=spec, timeout=timeout) if re.match(r"^https?://", spec)
-                          else MCPServer(command=shlex.split(spec), cwd=base, timeout=timeout))
+                          else MCPServer(command=shlex.split(spec), cwd=base, timeout=timeout,
+                                         env=dict(os.environ)))
             except ValueError as e:
                 raise typer.BadParameter(f"{spec!r}: {e}", param_hint="'--mcp'") from None
             servers.append(server)
