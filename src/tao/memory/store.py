@@ -7,7 +7,7 @@
     store.add("用户喜欢喝绿茶", kind="preference", user="li")
     for item in store.search("what does Ana drink?", k=3, user="ana"):
         print(item.id, round(item.score, 2), item.text, item.metadata)
-    prompt_part = store.context("绿茶", max_tokens=200)  # "- 用户喜欢喝绿茶", fits 200 tokens
+    prompt_part = store.context("绿茶", max_tokens=200)  # "- 用户喜欢喝绿茶" (≤ 200 tokens)
 
 ``add`` embeds the text locally (no LLM call, no network) and writes one row; it takes a few
 milliseconds once the embedder is loaded. ``search`` ranks in three steps:
@@ -38,14 +38,14 @@ import json
 import math
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import TaoError
 from .embed import as_embedder
-from .text import estimate_tokens, segment, stem, term_set, terms, truncate
+from .text import compress, estimate_tokens, segment, stem, term_set, terms
 
 RRF_K = 60
 COSINE_WEIGHT = 0.7
@@ -131,9 +131,9 @@ class MemoryStore:
             if held != wanted:
                 self._db.close()
                 raise MemoryStoreError(
-                    f"{self.location}: this store's vectors come from the embedder {held!r}, not {wanted!r}: "
-                    f"open it with that embedder, or with embedder=False (keyword search "
-                    f"only), or use another store")
+                    f"{self.location}: this store's vectors come from the embedder {held!r}, "
+                    f"not {wanted!r}: open it with that embedder, or with embedder=False "
+                    f"(keyword search only), or use another store")
 
     # ----- writing -----------------------------------------------------------------------
     def add(self, text: str, **metadata: Any) -> MemoryItem:
@@ -274,42 +274,6 @@ class MemoryStore:
     def _item(row: tuple) -> MemoryItem:
         meta = row[2] if isinstance(row[2], dict) else json.loads(row[2])
         return MemoryItem(id=int(row[0]), text=row[1], metadata=meta, created=float(row[3]))
-
-
-def _near_duplicate(a: set[str], b: set[str]) -> bool:
-    return bool(a and b) and len(a & b) / len(a | b) >= 0.8
-
-
-def compress(items: Iterable[MemoryItem], max_tokens: int, *,
-             count: Callable[[str], int] = estimate_tokens,
-             line: str = "- {text}") -> list[MemoryItem]:
-    """The items, best first, that fit ``max_tokens`` once each is written as ``line``:
-    an item whose text equals, contains or is contained in one already kept, or shares 80% of
-    its terms with one (Jaccard), is dropped; the first item that does not fit is cut (with
-    "…") if at least 16 tokens of room are left, and nothing after it is kept."""
-    if not isinstance(max_tokens, int) or max_tokens < 0:
-        raise ValueError(f"max_tokens must be a non-negative integer, not {max_tokens!r}")
-    kept: list[MemoryItem] = []
-    seen: list[tuple[str, set[str]]] = []
-    used = 0
-    for item in items:
-        norm = " ".join(unicodedata.normalize("NFKC", item.text).casefold().split())
-        tset = term_set(item.text)
-        if any(norm in s or s in norm or _near_duplicate(tset, t) for s, t in seen):
-            continue
-        cost = count(line.format(text=item.text)) + (1 if kept else 0)  # + the newline
-        if used + cost <= max_tokens:
-            kept.append(item)
-            used += cost
-            seen.append((norm, tset))
-            continue
-        room = max_tokens - used - (1 if kept else 0) - count(line.format(text=""))
-        if room >= 16:
-            cut = truncate(item.text, room, count)
-            if cut:
-                kept.append(replace(item, text=cut))
-        break
-    return kept
 
 
 __all__ = ["MemoryItem", "MemoryStore", "MemoryStoreError", "compress", "default_path"]

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
 
 # Han (basic, extension A, compatibility, extensions B+), Hiragana, Katakana
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\U00020000-\U0002ffff"
@@ -116,3 +118,40 @@ def truncate(text: str, max_tokens: int, count: Callable[[str], int] = estimate_
     if space > lo * 0.8:
         cut = cut[:space]
     return cut.rstrip() + "…"
+
+
+def _near_duplicate(a: set[str], b: set[str]) -> bool:
+    return bool(a and b) and len(a & b) / len(a | b) >= 0.8
+
+
+def compress(items: Iterable[Any], max_tokens: int, *,
+             count: Callable[[str], int] = estimate_tokens,
+             line: str = "- {text}") -> list[Any]:
+    """The items (:class:`~tao.memory.MemoryItem` or any dataclass with ``text``), best
+    first, that fit ``max_tokens`` once each is written as ``line``:
+    an item whose text equals, contains or is contained in one already kept, or shares 80% of
+    its terms with one (Jaccard), is dropped; the first item that does not fit is cut (with
+    "…") if at least 16 tokens of room are left, and nothing after it is kept."""
+    if not isinstance(max_tokens, int) or max_tokens < 0:
+        raise ValueError(f"max_tokens must be a non-negative integer, not {max_tokens!r}")
+    kept: list[Any] = []
+    seen: list[tuple[str, set[str]]] = []
+    used = 0
+    for item in items:
+        norm = " ".join(unicodedata.normalize("NFKC", item.text).casefold().split())
+        tset = term_set(item.text)
+        if any(norm in s or s in norm or _near_duplicate(tset, t) for s, t in seen):
+            continue
+        cost = count(line.format(text=item.text)) + (1 if kept else 0)  # + the newline
+        if used + cost <= max_tokens:
+            kept.append(item)
+            used += cost
+            seen.append((norm, tset))
+            continue
+        room = max_tokens - used - (1 if kept else 0) - count(line.format(text=""))
+        if room >= 16:
+            cut = truncate(item.text, room, count)
+            if cut:
+                kept.append(replace(item, text=cut))
+        break
+    return kept
