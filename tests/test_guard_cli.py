@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from cli_pty import LAUNCHER, launch
@@ -193,3 +194,30 @@ def test_tao_code_and_chat_read_the_guardrails_from_tao_toml(tmp_path, monkeypat
     res = runner.invoke(cli.app, ["chat", "--tools", "tao.tools.calculator:calculator"], input="go\n/exit\n")
     assert res.exit_code == 0, res.output
     assert len({r["run_id"] for r in entries(tmp_path / "logs" / "audit.jsonl")}) == 2
+
+
+def test_ctrl_c_at_the_question_stops_tao_run_at_once(project):
+    term = launch(REMOVE, ["run", "clean up", "--tools", "tools.py", "--require-approval", "remove"],
+                  cwd=project)
+    term.expect("approve? [y]es / [n]o / [e]dit")
+    time.sleep(0.3)
+    start = time.monotonic()
+    term.interrupt()
+    assert term.wait_exit(timeout=10) == 130 and time.monotonic() - start < 5
+    assert (project / "victim.txt").read_text() == "keep me"
+
+
+def test_ctrl_c_at_the_question_in_tao_chat_stops_that_answer_only(tmp_path):
+    script = "model = ScriptedModel([tool_call('calculator', operation='add', a=1, b=2), '4'])"
+    term = launch(script, ["chat", "--require-approval", "calculator", "--no-audit"], cwd=tmp_path)
+    term.prompt()
+    term.sendline("1+2?")
+    term.expect("approve? [y]es / [n]o / [e]dit")
+    time.sleep(0.3)
+    term.interrupt()
+    term.prompt()  # the chat goes on; what is typed next is a task, not an answer to the question
+    term.sendline("2+2?")
+    term.expect("Final Answer: 4")
+    term.prompt()
+    term.sendline("/exit")
+    assert term.wait_exit() == 0

@@ -17,7 +17,7 @@ from tao.agents.plan import PlanExecuteAgent
 from tao.cli.code_view import CodeView
 from tao.events import ApprovalDecided, ApprovalRequested, PlanCreated, RunStarted, StepStarted
 from tao.guard import Decision
-from tao.guard.approval import SCREEN
+from tao.guard.terminal import SCREEN
 from tao.sinks.plan_view import PlanView
 
 PROMPT = "批准吗？[y]是 / [n]否 / [e]修改："  # the task is Chinese: so is the run

@@ -13,7 +13,8 @@ Loaded lazily: ``import tao`` does not import this package.
 
 from __future__ import annotations
 
-from .approval import ApprovalRequest, AutoReject, Decision, TerminalApprover
+from .approval import ApprovalRequest, AutoReject, Decision
+from .terminal import TerminalApprover
 from .budget import BudgetExceeded
 from .policy import Policy, digest, matches
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import prompts
-from ..safe_json import dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +79,8 @@ async def decide(approver: Any, requests: Sequence[ApprovalRequest], lang: str) 
     """Ask ``approver`` about ``requests`` (one batch); one bound decision per request. An
     approver that raises is the user's bug and ends the run."""
     if approver is None:
+        from .terminal import TerminalApprover
+
         approver = TerminalApprover(lang) if _interactive() else AutoReject(
             prompts.table("guard")[lang]["auto_reject"])
     by = getattr(approver, "by", "callback")
@@ -116,108 +116,9 @@ class AutoReject:
         return [Decision.reject(self.reason) for _ in requests]
 
 
-class Screen:
-    """The live displays on the terminal (``PlanView``'s tree, redrawn in place): the terminal
-    approver holds them still while it asks, or the redraw would run over the question and the
-    answer being typed. A view ``add``s itself while it is live; held, it stops drawing and keeps
-    what comes meanwhile for after. Held views are kept weakly: a view never closed is no leak."""
+def __getattr__(name: str) -> Any:  # the terminal's side lives in guard.terminal
+    if name in ("TerminalApprover", "SCREEN", "Screen"):
+        from . import terminal
 
-    def __init__(self) -> None:
-        import threading
-        import weakref
-
-        self._views: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def add(self, view: Any) -> None:
-        with self._lock:
-            self._views.add(view)
-
-    def discard(self, view: Any) -> None:
-        with self._lock:
-            self._views.discard(view)
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Every view's ``pause()`` now, its ``resume()`` at the end (also on an error)."""
-        with self._lock:
-            views = list(self._views)
-        paused = []
-        try:
-            for view in views:
-                view.pause()
-                paused.append(view)
-            yield
-        finally:
-            for view in reversed(paused):
-                view.resume()
-
-
-#: the terminal's live displays (one terminal per process)
-SCREEN = Screen()
-
-
-def _read_line(prompt: str) -> str:
-    """``input(prompt)``, kept out of readline's history: in ``tao chat`` a y / n / reason typed
-    here must not come back as a task on the up arrow (nor be saved with the chat's lines)."""
-    text = input(prompt)
-    readline = sys.modules.get("readline")
-    if readline is not None and text:
-        n = readline.get_current_history_length()
-        if n and readline.get_history_item(n) == text:
-            readline.remove_history_item(n - 1)
-    return text
-
-
-class TerminalApprover:
-    """Asks on the terminal: the batch listed together, then y / n (and a reason) / e (new JSON
-    arguments) for each. Reads in a thread, so the other steps of a plan keep running."""
-
-    by = "terminal"
-
-    def __init__(self, lang: str = "en", read: Any = None, write: Any = None):
-        self.t = prompts.table("guard")[lang if lang == "zh" else "en"]
-        self.read = read or _read_line
-        self.write = write or (lambda s: print(s, file=sys.stderr, flush=True))
-
-    async def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
-        import asyncio
-
-        return await asyncio.to_thread(self._ask_all, requests)
-
-    def _ask_all(self, requests: list[ApprovalRequest]) -> list[Decision]:
-        with SCREEN.held():  # a live view drawn over the question would garble it
-            return self._ask_batch(requests)
-
-    def _ask_batch(self, requests: list[ApprovalRequest]) -> list[Decision]:
-        t = self.t
-        self.write(prompts.render(t["ask_header"], n=str(len(requests))))
-        for i, r in enumerate(requests, 1):
-            self.write(prompts.render(t["ask_one"], i=str(i), tool=r.tool,
-                                      arguments=dumps(r.arguments), reason=r.reason))
-        decisions = []
-        for i, r in enumerate(requests, 1):
-            try:
-                decisions.append(self._ask(i, r))
-            except EOFError:  # the terminal went away: no one can answer
-                decisions.append(Decision.reject(self.t["auto_reject"]))
-        return decisions
-
-    def _ask(self, i: int, r: ApprovalRequest) -> Decision:
-        from ..safe_json import loads
-
-        while True:
-            answer = self.read(prompts.render(self.t["ask"], i=str(i), tool=r.tool)).strip().lower()
-            if answer in ("y", "yes", "是"):
-                return Decision.approve()
-            if answer in ("n", "no", "否"):
-                return Decision.reject(self.read(self.t["ask_reason"]).strip())
-            if answer in ("e", "edit", "改"):
-                while text := self.read(self.t["ask_edit"]).strip():  # empty: back to y/n/e
-                    try:
-                        value = loads(text)
-                        if not isinstance(value, dict):
-                            raise ValueError("not an object")
-                        return Decision.edit(value)
-                    except ValueError as e:
-                        self.write(prompts.render(self.t["bad_edit"], error=str(e)))
+        return getattr(terminal, name)
+    raise AttributeError(name)

@@ -304,7 +304,7 @@ class PlanView:
     def _start(self) -> None:
         from rich.live import Live
 
-        from ..guard.approval import SCREEN
+        from ..guard.terminal import SCREEN
 
         with self._lock:  # resume (the approver's thread) and the run may both get here
             if self._live is not None or self._held:
@@ -321,6 +321,6 @@ class PlanView:
             self._restart = False
         if live is not None:
             live.stop()  # leaves the final picture on screen
-            from ..guard.approval import SCREEN
+            from ..guard.terminal import SCREEN
 
             SCREEN.discard(self)
