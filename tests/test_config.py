@@ -3,6 +3,8 @@ as a ``ConfigError`` naming the file (the CLI's side of it is in test_cli_tools.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tao.config import ConfigError, load_config
@@ -38,7 +40,7 @@ def test_a_bad_mcp_entry_names_the_file(tmp_path, text, message):
     assert message in str(e.value) and str(tmp_path / "tao.toml") in str(e.value)
 
 
-def test_guard_keys_become_the_agent_s_guardrails(tmp_path):
+def test_guard_keys_become_the_agent_s_guardrails(tmp_path, monkeypatch):
     """What tao run / code / chat hand the agent (``cli.common.guard_options``) from the file."""
     from tao.cli.code import build_coder
     from tao.cli.common import guard_options
@@ -58,6 +60,9 @@ def test_guard_keys_become_the_agent_s_guardrails(tmp_path):
     assert policy.check("deploy", None, {}, False)[0] == "ask"
     assert policy.check("lint", None, {}, False)[0] == "run"
     assert guard_options(config=config, no_audit=True).get("audit") is None
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    config.audit = "~/tao-audit.jsonl"
+    assert guard_options(config=config)["audit"] == Path.home() / "tao-audit.jsonl"
 
     # tao code's own rule (rm, curl, sudo) still holds beside the file's
     coder = build_coder(object(), [], **{k: v for k, v in options.items() if k != "audit"})

@@ -362,7 +362,8 @@ def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = No
     elif audit is not None:
         options["audit"] = audit
     else:
-        options["audit"] = config.base / from_file if isinstance(from_file, str) else True
+        options["audit"] = (config.base / Path(from_file).expanduser()  # "~/logs/a.jsonl" too
+                            if isinstance(from_file, str) else True)
     if "audit" in options:  # one that cannot be written: said now, before any model is loaded
         from ..guard.audit import AuditError, AuditLog
 
