@@ -95,10 +95,13 @@ def test_a_server_gets_the_sdks_safe_environment_and_env_adds_to_it(monkeypatch)
 
 
 # -- the three agents --------------------------------------------------------------------------
-@pytest.mark.parametrize("protocol", ["tools", "text"])
+@pytest.mark.parametrize("protocol", ["tools", "text", "json"])
 def test_react_calls_the_servers_tools(server, protocol):
     if protocol == "tools":
         replies = [tool_call("add", a=15, b=27), "15 + 27 = 42"]
+    elif protocol == "json":  # seed 003's decision object
+        replies = [json.dumps({"thought": "add", "action": "add", "action_input": {"a": 15, "b": 27}}),
+                   json.dumps({"thought": "done", "action": "final", "action_input": "15 + 27 = 42"})]
     else:
         replies = ['Thought: add them\nAction: add\nAction Input: {"a": 15, "b": 27}',
                    "Thought: done\nFinal Answer: 15 + 27 = 42"]
@@ -107,7 +110,7 @@ def test_react_calls_the_servers_tools(server, protocol):
     result = ReActAgent(model, [calculator, server], protocol=protocol).run("15+27?", [events.append])
     assert (result.status, result.answer) == ("done", "15 + 27 = 42")
     assert [o.content for o in observations(events)] == ["42"]
-    if protocol == "text":  # the prompt lists the server's tools with its schema
+    if protocol != "tools":  # the prompt lists the server's tools with its schema
         assert "add" in model.calls[0][0].content and "weather" in model.calls[0][0].content
 
 
