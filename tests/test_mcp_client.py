@@ -297,6 +297,27 @@ def test_close_never_raises():
     assert result.is_error and seconds < 10  # the SDK's stdin-close then terminate, bounded
 
 
+def test_async_code_lists_the_tools_without_blocking_its_loop():
+    async def main():
+        with demo() as s:
+            ticks = 0
+
+            async def tick():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticker = asyncio.ensure_future(tick())
+            tools = await s.aconnect()
+            ticker.cancel()
+            agent = ReActAgent(ScriptedModel([tool_call("add", a=1, b=1), "2"]), [s])
+            return [t.name for t in tools], ticks, await agent.arun("1+1?")
+
+    names, ticks, result = asyncio.run(main())
+    assert "add" in names and ticks > 5 and result.answer == "2"
+
+
 def test_bad_configuration_is_said_at_construction():
     with pytest.raises(TypeError, match="one of them"):
         MCPServer()

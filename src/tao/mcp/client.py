@@ -97,6 +97,22 @@ class MCPServer(Toolbox):
             raise MCPConnectError(f"cannot connect to MCP server {self.connection.label}: "
                                   f"{type(e).__name__}: {e}") from None
 
+    async def aconnect(self) -> list[Tool]:
+        """``connect`` without blocking the running event loop (async code building agents:
+        await this first, and the agent's construction then finds the tools listed)."""
+        import asyncio
+
+        try:
+            listing = await asyncio.wrap_future(submit(self.connection.connect()))
+        except MCPConnectError:
+            raise
+        except Exception as e:  # noqa: BLE001 - as connect() says it
+            raise MCPConnectError(f"cannot connect to MCP server {self.connection.label}: "
+                                  f"{type(e).__name__}: {e}") from None
+        if self._listed is None:
+            self._listed = self._build(listing)
+        return list(self._listed.values())
+
     def _client(self) -> tuple[Any, Any]:
         """A fresh ``mcp.Client`` for one session, and the file the server's stderr goes to."""
         import tempfile
