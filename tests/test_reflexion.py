@@ -117,3 +117,15 @@ def test_a_model_judge_gives_the_verdict():
 
 def test_reflexion_is_importable_from_tao():
     assert tao.Reflexion is Reflexion
+
+
+def test_the_lessons_in_a_retry_are_never_stored_as_the_users_preferences(store):
+    from tao.memory.inject import Memory
+
+    model = ScriptedModel(["The answer is 42.", "Always use digits and reply with the number only.",
+                           "42"])
+    agent = ReActAgent(model, memory=Memory(store))
+    assert Reflexion(agent, is_42).run("I prefer short answers. What is 6 * 7?").ok
+    kept = {(i.text, i["kind"]) for i in store.all()}
+    assert ("I prefer short answers.", "preference") in kept  # the user's own words
+    assert not [text for text, kind in kept if kind != "lesson" and "digits" in text]

@@ -106,8 +106,11 @@ class Reflexion(Agent):
         result, verdict = None, Verdict(False)
         for trial in range(1, self.max_trials + 1):
             carried = [*recalled, *reflections[-self.keep:]] if self.keep else recalled
-            attempt = task + (prompts.render(t["lessons"], lessons="\n".join(
-                f"- {x}" for x in carried)) if carried else "")
+            block = prompts.render(t["lessons"], lessons="\n".join(f"- {x}" for x in carried)) \
+                if carried else ""
+            if block and hasattr(getattr(self.agent, "memory", None), "prompt_text"):
+                self.agent.memory.prompt_text.add(block)  # the agent's memory never keeps it
+            attempt = task + block
             result = None
             async for event in self.agent.stream(attempt):
                 if type(event) is RunFinished:
