@@ -178,7 +178,8 @@ class Fitter:
         if cut != len(self._dropped) or keys[:cut] != self._dropped:
             self.cuts += 1
         self._dropped = keys[:cut]
-        moved = task - sum(b - a for a, b in units[:cut] if b <= task) + bool(summary)
+        moved = task - sum(b - a for a, b in units[:cut] if b <= task) \
+            + bool(summary and units[0][0] <= task)
         return _shorten(fitted, counter, budget, tools, head, moved if task >= 0 else -1), usage
 
     def _apply(self, messages: list[Message], units: list[tuple[int, int]], cut: int,
