@@ -87,3 +87,12 @@ def test_an_audit_path_that_cannot_be_written_fails_at_construction(tmp_path):
     with pytest.raises(AuditError, match=r"cannot write the audit log .*file/audit.jsonl: Not a "
                                          r"directory .*audit=False"):
         ReActAgent(ScriptedModel(["hi"]), [calculator], audit=tmp_path / "file" / "audit.jsonl")
+
+
+def test_a_call_a_budget_refuses_is_in_the_log(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    model = ScriptedModel([tool_call("calculator", operation="add", a=1, b=i) for i in range(3)])
+    result = ReActAgent(model, [calculator], audit=log, max_tool_calls=2).run("add")
+    calls = [(r["arguments"]["b"], r["status"]) for r in records(log) if r["kind"] == "tool.call"]
+    assert calls == [(0, "ok"), (1, "ok"), (2, "budget")]
+    assert records(log)[-1]["status"] == result.status == "budget"

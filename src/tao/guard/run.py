@@ -21,7 +21,7 @@ from ..events import ApprovalDecided, ApprovalRequested, Event
 from ..messages import ToolCall
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
-from .budget import Budget, Meter, Metered
+from .budget import Budget, BudgetExceeded, Meter, Metered
 from .outbox import Outbox, Pump
 from .policy import Policy, digest
 
@@ -123,7 +123,7 @@ class Run:
                 return self._refuse(call, tool, "rejected", prompts.render(
                     self.t["rejected"], tool=call.name, reason=self.t["stale"]))
             return decided
-        self.meter.count(call)
+        self._count(call, tool)
         verdict, why = self.verdict(call, tool)
         if verdict == "run":
             return call
@@ -140,6 +140,14 @@ class Run:
             self._edited[call.id] = decision.arguments or {}
             return replace(call, arguments=decision.arguments or {})
         return call
+
+    def _count(self, call: ToolCall, tool: Any) -> None:
+        """Count the call against the budgets; one they refuse is in the audit log too."""
+        try:
+            self.meter.count(call)
+        except BudgetExceeded:
+            self._audit_call(call, tool, "budget", 0.0)
+            raise
 
     def verdict(self, call: ToolCall, tool: Any) -> tuple[str, str]:
         """The policy's word on ``call``, the strictest of this run's and its parents'."""
@@ -164,7 +172,7 @@ class Run:
         if not self.active:
             return
         for call in calls:
-            self.meter.count(call)
+            self._count(call, tools[call.name] if call.name in tools else None)
         if not any(self.verdict(c, tools[c.name] if c.name in tools else None)[0] == "ask"
                    for c in calls):
             return
