@@ -12,8 +12,8 @@ Reported: add() latency (the first add loads the embedder and is shown apart), r
 query kind for the default ranking and for each part alone (vector only, keyword only, RRF
 without the rerank), MRR@10 and recall@1, search latency; then search latency with 10,000
 more rows (random vectors, texts of words drawn from the facts) on sqlite-vec and on the numpy
-fallback; and with --pg, the same on PostgreSQL + pgvector (a pgserver started in a temporary
-folder).
+fallback; the keyword index chosen against a trigram one; and with --pg, the same on
+PostgreSQL + pgvector (a pgserver started in a temporary folder).
 
     python benchmarks/memory_store.py [--pg] [--scale 10000]
 """
@@ -120,17 +120,72 @@ def print_adds(label: str, times: list[float]) -> None:
 
 def fill(store: MemoryStore, n: int, facts: list[dict], seed: int = 7) -> None:
     """``n`` more rows written straight through the backend: random unit vectors (so the
-    embedder's cost stays out) and texts of 8-14 words drawn from the facts."""
+    embedder's cost stays out) and :func:`filler_texts`."""
     import numpy as np
 
-    rng = random.Random(seed)
-    vocab = [w for f in facts for w in f["text"].replace("，", " ").split()]
+    texts = filler_texts(facts, n, seed)
     vecs = np.random.default_rng(seed).standard_normal((n, store._embedder.dim))
     vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype("float32")
-    for i in range(n):
-        text = " ".join(rng.choice(vocab) for _ in range(rng.randint(8, 14))) + f" #{i}"
+    for i, text in enumerate(texts):
         digest = hashlib.sha256(text.encode()).hexdigest()
         store._db.insert(text, segment(text), '{"kind":"filler"}', time.time(), digest, vecs[i])
+
+
+def filler_texts(facts: list[dict], n: int, seed: int = 7) -> list[str]:
+    """8-14 "words" drawn from the facts (a Chinese fact's clause is one word: the filler
+    repeats whole clauses of the facts, a hard distractor for keyword search)."""
+    rng = random.Random(seed)
+    vocab = [w for f in facts for w in f["text"].replace("，", " ").split()]
+    return [" ".join(rng.choice(vocab) for _ in range(rng.randint(8, 14))) + f" #{i}"
+            for i in range(n)]
+
+
+def keyword_choice(facts: list[dict], filler: int) -> None:
+    """The keyword index chosen (FTS5 unicode61 over the CJK-segmented copy) against the other
+    candidate, an FTS5 trigram table with a LIKE scan for queries under 3 characters (trigram
+    cannot match them), keyword search alone; filler rows first, so that LIKE's row order
+    does not favour the facts."""
+    import re
+
+    from tao.memory.sqlite import _TOKENIZE, _driver
+    from tao.memory.text import fts5_query, terms
+
+    print(f"\nkeyword index alone: recall@5 (p50 ms), {len(facts)} facts after N filler rows")
+    print(f"{'index':28} {'N':>6} {'2-char zh word':>16} {'paraphrase':>16}")
+    for n in (0, filler):
+        db = _driver().connect(":memory:")
+        db.execute(f"CREATE VIRTUAL TABLE seg USING fts5(body, tokenize='{_TOKENIZE}')")
+        db.execute("CREATE VIRTUAL TABLE tri USING fts5(body, tokenize='trigram')")
+        texts = filler_texts(facts, n) + [f["text"] for f in facts]
+        for i, t in enumerate(texts, 1):
+            db.execute("INSERT INTO seg (rowid, body) VALUES (?, ?)", (i, segment(t)))
+            db.execute("INSERT INTO tri (rowid, body) VALUES (?, ?)", (i, t))
+
+        def seg(q):
+            return [r[0] for r in db.execute("SELECT rowid FROM seg WHERE seg MATCH ? "
+                                             "ORDER BY bm25(seg) LIMIT 5", (fts5_query(terms(q)),))]
+
+        def tri(q):
+            if len(q.strip()) < 3:
+                return [r[0] for r in db.execute("SELECT rowid FROM tri WHERE body LIKE ? "
+                                                 "LIMIT 5", (f"%{q}%",))]
+            grams = {w[i:i + 3] for w in re.findall(r"\w+", q.lower()) for i in range(len(w) - 2)}
+            return [r[0] for r in db.execute("SELECT rowid FROM tri WHERE tri MATCH ? ORDER BY "
+                                             "bm25(tri) LIMIT 5", (fts5_query(grams),))]
+
+        for name, fn in (("unicode61 + CJK pairs (used)", seg),
+                         ("trigram, LIKE under 3 chars", tri)):
+            cells = []
+            for field in ("word", "paraphrase"):
+                hits, times = [], []
+                for k, f in enumerate(facts, n + 1):
+                    if field in f:
+                        t = time.perf_counter()
+                        hits.append(k in fn(f[field]))
+                        times.append(time.perf_counter() - t)
+                cells.append(f"{sum(hits) / len(hits):.3f} ({ms(pct(times, 50))})")
+            print(f"{name:28} {n:>6} {cells[0]:>16} {cells[1]:>16}")
+        db.close()
 
 
 def scale_rows(path: Path, use, qs) -> list[tuple[str, float, float, float, float]]:
@@ -179,6 +234,8 @@ def main() -> None:
     kw = MemoryStore(folder / "facts.sqlite3", embedder=False)
     print_ranking(f"recall@5 on SQLite, {len(qs)} queries", ranking_table(s, kw, qs))
     s.close()
+
+    keyword_choice(facts, args.scale)
 
     big = folder / "scale.sqlite3"
     with MemoryStore(big, embedder=use) as b:
