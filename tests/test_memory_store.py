@@ -201,6 +201,13 @@ def test_numpy_fallback_ranks_like_sqlite_vec(tmp_path, use, monkeypatch):
     assert [[i for i, _ in r] for r in got] == [[i for i, _ in r] for r in expected]
     for r, e in zip(got, expected):
         assert [sc for _, sc in r] == pytest.approx([sc for _, sc in e], abs=1e-4)
+    monkeypatch.setitem(sys.modules, "pysqlite3", None)  # and the standard library's sqlite3
+    monkeypatch.setitem(sys.modules, "pysqlite3.dbapi2", None)
+    with MemoryStore(tmp_path / "vec.sqlite3", embedder=use) as s:
+        assert s.vector_backend == "numpy" and "pysqlite3" not in type(s._db._db).__module__
+        assert [[i.id for i in s.search(q, k=3)] for q in ("hiking", "猫叫什么")] == \
+            [[i for i, _ in r] for r in expected[:2]]
+        assert s.add("项目下周一上线").id > 0 and s.search("上线", k=1)[0].text == "项目下周一上线"
 
 
 def test_context_fits_the_budget_and_drops_duplicates(store):
@@ -271,3 +278,30 @@ def test_recall_at_5_on_the_200_fact_set(tmp_path, use):
     assert len(facts) == 200 and len(words) >= 90
     assert sum(hit) / len(hit) >= 0.9
     assert sum(word_hit) / len(word_hit) >= 0.97
+
+
+def test_any_text_is_a_query_and_any_text_a_memory(tmp_path):
+    """Whatever a user or a model types (FTS5 syntax, quotes, NULs, emoji, lone surrogates
+    aside) is searched as words, never parsed as a query language, and stored as given."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    import unicodedata
+
+    def norm(t):
+        return " ".join(unicodedata.normalize("NFKC", t).split())
+
+    s = MemoryStore(tmp_path / "any.sqlite3", embedder=False)
+    s.add("用户每天早上喝绿茶 and \"quoted\" NEAR(x y) * - ^")
+    text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(query=text, memory=text)
+    def check(query, memory):
+        assert isinstance(s.search(query, k=3), list)
+        if memory.strip():
+            item = s.add(memory)  # the same text in other spacing or width is the same memory
+            assert s.get(item.id) == item and norm(item.text) == norm(memory)
+
+    check()
+    s.close()
