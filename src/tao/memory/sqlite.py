@@ -91,13 +91,17 @@ class SqliteBackend:
 
     def __init__(self, path: str | Path, *, vec: bool = True):
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._sqlite = _driver()
         self._lock = threading.RLock()
-        if not self.path.exists():  # memories are personal: the file is the user's alone
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self._db = self._sqlite.connect(str(self.path), timeout=30.0, isolation_level=None,
-                                        check_same_thread=False)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():  # memories are personal: the file is the user's alone
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            self._db = self._sqlite.connect(str(self.path), timeout=30.0, isolation_level=None,
+                                            check_same_thread=False)
+        except (OSError, self._sqlite.Error) as e:
+            raise MemoryStoreError(f"cannot open a memory store at {self.path}: {e} (pass "
+                                   "another path, or set TAO_DATA_DIR)") from None
         try:
             self.vector_backend = "sqlite-vec" if vec and _load_vec(self._db) else "numpy"
             self._setup()
