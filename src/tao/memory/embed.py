@@ -81,11 +81,20 @@ class FunctionEmbedder:
         return out / np.where(norms == 0, 1, norms)
 
 
+_default: USEEmbedder | None = None
+_default_lock = threading.Lock()
+
+
 def as_embedder(embedder: Any) -> Embedder | None:
-    """``None`` -> the default (USE), ``False`` -> no vectors (keyword search only), an
+    """``None`` -> the default (USE, one per process: every store opened with the default
+    shares its 65 MB of weights and its 1.5 s load), ``False`` -> no vectors (keyword search only), an
     :class:`Embedder` as it is."""
     if embedder is None:
-        return USEEmbedder()
+        global _default
+        with _default_lock:
+            if _default is None:
+                _default = USEEmbedder()
+        return _default
     if embedder is False:
         return None
     if isinstance(embedder, Embedder):
