@@ -189,7 +189,7 @@ def test_audit_and_budgets_count_mcp_calls(server, tmp_path):
     assert result.status == "budget" and result.tool_calls == 1
     calls = [r for r in map(json.loads, log.read_text().splitlines()) if r["kind"] == "tool.call"]
     assert [(c["tool"], c["arguments"], c["status"]) for c in calls] == [
-        ("add", {"a": 1, "b": 2}, "ok")]
+        ("add", {"a": 1, "b": 2}, "ok"), ("add", {"a": 3, "b": 4}, "budget")]  # refused: logged
 
 
 # -- failures: a typed observation within timeout + 1 s, then a reconnect ------------------------

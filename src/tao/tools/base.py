@@ -20,9 +20,10 @@ from typing import Any
 
 from ..messages import ToolCall
 from ..models.base import ToolSpec
-from ..safe_json import MAX_DEPTH, dumps, too_deep
+from ..safe_json import MAX_DEPTH, too_deep
 from . import interrupts
-from .text import MAX_OBSERVATION_CHARS, to_text
+from .text import (MAX_OBSERVATION_CHARS, _explain, _shown, _type_name,  # noqa: F401 - _shown:
+                   error_text, to_text)  # mcp.client imports it from here
 
 __all__ = ["FunctionTool", "InvalidArguments", "MAX_OBSERVATION_CHARS", "Tool", "ToolResult",
            "Toolbox", "error_text", "to_text", "tool"]
@@ -108,34 +109,6 @@ class Tool:
         if cached is None:
             cached = self.__dict__["_is_async"] = inspect.iscoroutinefunction(self.run)
         return cached
-
-
-def _type_name(prop: dict[str, Any]) -> str:
-    if "enum" in prop:
-        return " | ".join(repr(v) for v in prop["enum"])
-    if "anyOf" in prop:
-        return " | ".join(_type_name(p) for p in prop["anyOf"])
-    return {"number": "float", "integer": "int", "string": "str", "boolean": "bool",
-            "array": "list", "object": "dict", "null": "None"}.get(prop.get("type", ""), "Any")
-
-
-def _explain(tool: Tool, error: Any) -> str:
-    lines = []
-    for err in error.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        got = err.get("input")
-        lines.append(f"- {where}: {err['msg']}" + ("" if err["type"] == "missing" else f" (got {_shown(got)})"))
-    return f"invalid arguments for {tool.signature()}:\n" + "\n".join(lines)
-
-
-def _shown(value: Any, limit: int = 300) -> str:
-    """``repr(value)``, cut to ``limit`` characters; a value ``repr`` cannot write (an integer
-    of over 4,300 digits, nesting past the stack) as JSON with notes instead."""
-    try:
-        text = repr(value)
-    except (ValueError, RecursionError):
-        text = dumps(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class Toolbox:
@@ -306,18 +279,6 @@ def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
             _POOL = _POOL or ThreadPoolExecutor(32, "tao-tool")
     call = functools.partial(contextvars.copy_context().run, fn, **kwargs)
     return asyncio.get_running_loop().run_in_executor(_POOL, call)
-
-
-def error_text(e: BaseException) -> str:
-    """``Error: ValueError: ...`` - how an exception from a tool reads to the model."""
-    try:
-        detail = str(e)
-    except Exception:  # noqa: BLE001 - an exception whose own __str__ fails
-        detail = "(its message cannot be read)"
-    text = f"Error: {type(e).__name__}: {detail}" if detail else f"Error: {type(e).__name__}"
-    if not isinstance(e, Exception):
-        text += " (raised by the tool; the run goes on)"
-    return text
 
 
 # after Tool and Toolbox: FunctionTool subclasses Tool; both stay importable from here

@@ -1,12 +1,15 @@
-"""How a tool's value reads to a model: numbers without float noise, JSON for structures, cut
+"""How a tool's value (and its errors) read to a model: numbers without float noise, JSON for structures, cut
 at ``MAX_OBSERVATION_CHARS`` (a model copies what it reads, and pays for every character)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..safe_json import dumps
+
+if TYPE_CHECKING:
+    from .base import Tool
 
 MAX_OBSERVATION_CHARS = 8000
 
@@ -46,3 +49,43 @@ def _int_text(value: int) -> str:
 
         d = Decimal(value)
         return f"{d:.15e} (an integer of {d.adjusted() + 1} digits)"
+
+
+def _type_name(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(repr(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " | ".join(_type_name(p) for p in prop["anyOf"])
+    return {"number": "float", "integer": "int", "string": "str", "boolean": "bool",
+            "array": "list", "object": "dict", "null": "None"}.get(prop.get("type", ""), "Any")
+
+
+def _explain(tool: Tool, error: Any) -> str:
+    lines = []
+    for err in error.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        got = err.get("input")
+        lines.append(f"- {where}: {err['msg']}" + ("" if err["type"] == "missing" else f" (got {_shown(got)})"))
+    return f"invalid arguments for {tool.signature()}:\n" + "\n".join(lines)
+
+
+def _shown(value: Any, limit: int = 300) -> str:
+    """``repr(value)``, cut to ``limit`` characters; a value ``repr`` cannot write (an integer
+    of over 4,300 digits, nesting past the stack) as JSON with notes instead."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        text = dumps(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def error_text(e: BaseException) -> str:
+    """``Error: ValueError: ...`` - how an exception from a tool reads to the model."""
+    try:
+        detail = str(e)
+    except Exception:  # noqa: BLE001 - an exception whose own __str__ fails
+        detail = "(its message cannot be read)"
+    text = f"Error: {type(e).__name__}: {detail}" if detail else f"Error: {type(e).__name__}"
+    if not isinstance(e, Exception):
+        text += " (raised by the tool; the run goes on)"
+    return text
