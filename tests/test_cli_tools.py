@@ -237,7 +237,8 @@ def test_tao_toml_guardrails_hold_for_tao_run(use_model, workdir, monkeypatch):
     assert seen[2] == "3"  # add did not match: ran
     calls = [(r["tool"], r["status"]) for r in entries(workdir / "proj" / "logs" / "audit.jsonl")
              if r["kind"] == "tool.call"]
-    assert calls == [("calculate", "denied"), ("calculator", "rejected"), ("calculator", "ok")]
+    assert calls == [("calculate", "denied"), ("calculator", "rejected"), ("calculator", "ok"),
+                     ("calculator", "budget")]
 
 
 def test_flags_add_to_the_file_s_restrictions_and_win_over_its_limits(use_model, workdir):
