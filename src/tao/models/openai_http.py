@@ -1,16 +1,16 @@
 """How one streamed chat-completions request reaches the endpoint: one event loop's ``Endpoint``.
 
 At 100 requests in flight on one core, the SDK's request layer (its options model, httpx's request
-and client, the aiohttp adapter under them) cost about 1 ms of CPU a request and aiohttp itself
-0.3 ms (benchmarks/eval_concurrency.py), which held ``tao eval --concurrency 100`` at 1.4-1.5 x
-the ideal wall time. So, with aiohttp installed, the POST and its event stream go through an
-aiohttp session of the loop's own, and the SDK still decides everything that is not per request:
-the URL and the headers (taken from the SDK client once: key, user agent, OPENAI_ORG_ID /
-OPENAI_PROJECT_ID, platform), the timeouts, the SSE decoder, and what a failure is - the SDK's
-own status errors made from the answer, ``APITimeoutError`` / ``APIConnectionError`` caused by
-aiohttp's exception, ``APIError`` for an error event - so that ``OpenAIModel`` classifies and
-retries them as before. Without aiohttp, the SDK sends the request over httpx2 as it does by
-itself.
+and client, the aiohttp adapter under them, three chained generators reading the stream) cost
+about 1 ms of CPU a request and aiohttp itself 0.3 ms (benchmarks/eval_concurrency.py), which
+held ``tao eval --concurrency 100`` at 1.4-1.6 x the ideal wall time. So, with aiohttp installed,
+the POST and its event stream go through an aiohttp session of the loop's own, and the SDK still
+decides everything that is not per request: the URL and the headers (taken from the SDK client
+once: key, user agent, OPENAI_ORG_ID / OPENAI_PROJECT_ID, platform), the timeouts, the SSE
+decoder, and what a failure is - the SDK's own status errors made from the answer,
+``APITimeoutError`` / ``APIConnectionError`` caused by aiohttp's exception, ``APIError`` for an
+error event - so that ``OpenAIModel`` classifies and retries them as before. Without aiohttp,
+the SDK sends the request over httpx2 as it does by itself.
 """
 
 from __future__ import annotations
