@@ -210,6 +210,18 @@ def test_threads_share_one_store(tmp_path, use):
         assert s.search("") == [] and s.context("   ") == ""
 
 
+def test_memories_written_without_vectors_get_them_at_the_first_search(tmp_path, use):
+    path = tmp_path / "later.sqlite3"
+    with MemoryStore(path, embedder=False) as s:  # e.g. before the embedder was installed
+        s.add("Ana's cat is called Miso")
+        s.add("项目周五截止")
+        assert s.search("feline name", k=1) == []  # no word in common
+    with MemoryStore(path, embedder=use) as s:
+        assert s.search("pet name", k=1)[0].text == "Ana's cat is called Miso"  # no word shared
+        assert s.search("deadline of the project", k=1)[0].text == "项目周五截止"
+        assert s._db.unembedded(10) == []
+
+
 def test_another_embedder_is_refused_and_the_store_is_intact(tmp_path, use):
     path = tmp_path / "e.sqlite3"
     with MemoryStore(path, embedder=use) as s:

@@ -141,6 +141,15 @@ def test_postgres_ranks_like_sqlite_beyond_the_candidate_pool(pg_url, tmp_path):
     lite.close()
 
 
+def test_memories_written_without_vectors_get_them_later(pg_url, use):
+    table = next(_tables)
+    with MemoryStore(pg_url, embedder=False, table=table) as s:
+        s.add("Ana's cat is called Miso")
+    with MemoryStore(pg_url, embedder=use, table=table) as s:
+        assert s.search("pet name", k=1)[0].text == "Ana's cat is called Miso"  # no word shared
+        assert s._db.unembedded(10) == []
+
+
 def test_a_store_refuses_another_embedder(pg_url, use):
     table = next(_tables)
     MemoryStore(pg_url, embedder=use, table=table).close()

@@ -139,6 +139,19 @@ class PostgresBackend:
         return bool(self._all(f"DELETE FROM {self.table} WHERE id = %s RETURNING id",
                               (item_id,)))
 
+    def unembedded(self, n: int) -> list[tuple[int, str]]:
+        return self._all(f"SELECT id, text FROM {self.table} WHERE embedding IS NULL "
+                         "ORDER BY id LIMIT %s", (n,))
+
+    def set_vectors(self, pairs) -> None:
+        rows = list(pairs)
+
+        def work(db):
+            with db.cursor() as cur:
+                cur.executemany(f"UPDATE {self.table} SET embedding = %s WHERE id = %s",
+                                [(v, i) for i, v in rows])
+        self._retrying(work)
+
     def delete_all(self, filters: dict[str, Any]) -> int:
         sql, args = _filters_sql(filters)
         return len(self._all(f"DELETE FROM {self.table} WHERE true {sql} RETURNING id", args))

@@ -193,6 +193,15 @@ class SqliteBackend:
             self._db.execute("DELETE FROM items_fts WHERE rowid = ?", (item_id,))
         return gone > 0
 
+    def unembedded(self, n: int) -> list[tuple[int, str]]:
+        return self._all("SELECT id, text FROM items WHERE embedding IS NULL ORDER BY id "
+                         "LIMIT ?", (n,))
+
+    def set_vectors(self, pairs) -> None:
+        with self.transaction():
+            self._db.executemany("UPDATE items SET embedding = ? WHERE id = ?",
+                                 [(v.astype("float32").tobytes(), i) for i, v in pairs])
+
     def delete_all(self, filters: dict[str, Any]) -> int:
         sql, args = where(filters)
         with self.transaction():

@@ -116,6 +116,7 @@ class MemoryStore:
                  embedder: Any = None, table: str = "tao_memory"):
         target = url if url is not None else path
         self._embedder = as_embedder(embedder)
+        self._backfilled = False
         if _is_url(target):
             from .pg import PostgresBackend
 
@@ -198,6 +199,7 @@ class MemoryStore:
         qvec = None
         if self._embedder is not None and query.strip():
             qvec = self._embed([query])[0]
+            self._backfill()
             near = self._db.nearest(qvec, pool, filters)
             cosine = dict(near)
             lists.append([i for i, _ in near])
@@ -262,6 +264,16 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return f"MemoryStore({self.location!r}, vectors={self.vector_backend})"
+
+    def _backfill(self) -> None:
+        """Gives a vector to every memory written without one (by a store opened with
+        ``embedder=False``, e.g. before the embedder's package was installed), once per
+        store object, at its first search: else those stay findable by keyword only."""
+        if self._backfilled:
+            return
+        while rows := self._db.unembedded(64):
+            self._db.set_vectors(zip([i for i, _ in rows], self._embed([t for _, t in rows])))
+        self._backfilled = True
 
     def _embed(self, texts: list[str]):
         import numpy as np
