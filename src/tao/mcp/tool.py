@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..models.base import ToolSpec
-from ..tools.base import InvalidArguments, Tool, _shown
+from ..tools.base import InvalidArguments, Tool
+from ..tools.text import _shown
 from .errors import MCPToolError
 
 if TYPE_CHECKING:
