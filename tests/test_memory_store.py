@@ -149,6 +149,8 @@ def test_bad_input_is_refused_and_nothing_is_lost(store):
         store.search("tea", kind=["lesson"])
     with pytest.raises(ValueError, match="positive"):
         store.search("tea", k=0)
+    with pytest.raises(ValueError, match="postgresql://"):
+        MemoryStore(url="memory.sqlite3", embedder=False)
     assert store.all() == before
     assert store.search('"; DROP TABLE items; -- AND OR NEAR(*') is not None
     assert len(store) == len(before)

@@ -114,6 +114,9 @@ class MemoryStore:
 
     def __init__(self, path: str | Path | None = None, *, url: str | None = None,
                  embedder: Any = None, table: str = "tao_memory"):
+        if url is not None and (path is not None or not _is_url(url)):
+            raise ValueError("url= takes a postgresql:// URL, instead of a path; "
+                             f"got url={url!r}, path={path!r}")
         target = url if url is not None else path
         self._embedder = as_embedder(embedder)
         self._backfilled = False
