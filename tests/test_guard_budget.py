@@ -175,3 +175,14 @@ def test_a_budget_spent_before_parallel_steps_start_fails_none_of_their_dependen
     assert result.status == "budget" and result.error.startswith("max_tokens=300")
     assert not [e for e in events if e.kind.startswith("step_")]
     assert [e.message for e in events if type(e) is Error] == [f"BudgetExceeded: {result.error}"]
+
+
+def test_max_seconds_stops_codeact_code_that_computes_past_it():
+    """Code passes neither door while it runs: the run's clock stops it all the same."""
+    code = "```python\nimport time\ntime.sleep(8)\nprint('slept')\n```"
+    start = time.perf_counter()
+    result, events = run(CodeActAgent(ScriptedModel([code, "never read"]), [], sandbox="bwrap",
+                                      helpers=False, max_seconds=1))
+    assert result.status == "budget" and result.error.startswith("max_seconds=1: ")
+    assert time.perf_counter() - start < 4
+    assert not [e for e in events if e.kind == "execution"]  # it never finished

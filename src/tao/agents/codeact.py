@@ -170,7 +170,7 @@ class CodeActAgent(Agent):
                 outputs = []
                 for i, code in enumerate(reply.blocks, 1):
                     yield CodeExecution(code, turn, i)
-                    pump = guard.pump(sandbox.execute(code, self.timeout))
+                    pump = guard.pump(sandbox.execute(code, self.timeout), timed=True)
                     async for event in pump:  # approvals of the code's tool calls, as they come
                         yield event
                     res = pump.value

@@ -287,9 +287,13 @@ class Run:
                         secret)
             f.set_result(d)
 
-    def pump(self, awaitable: Awaitable[Any]) -> Pump:
+    def pump(self, awaitable: Awaitable[Any], *, timed: bool = False) -> Pump:
         """``async for event in run.pump(aw)``: the approval events of what ``aw`` does, while
-        it runs; then ``.value`` (see ``outbox``)."""
+        it runs; then ``.value`` (see ``outbox``). ``timed``: ``aw`` is stopped at the
+        wall-clock budget (CodeAct's code, which passes neither door while it computes; not a
+        turn's approvals, where a person is typing)."""
+        if timed and self.meter.remaining() is not None:
+            awaitable = self.meter.within(awaitable)
         return Pump(self.outbox, awaitable, self.active)
 
     # -- audit ----------------------------------------------------------------------------------
