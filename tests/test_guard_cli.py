@@ -221,3 +221,25 @@ def test_ctrl_c_at_the_question_in_tao_chat_stops_that_answer_only(tmp_path):
     term.prompt()
     term.sendline("/exit")
     assert term.wait_exit() == 0
+
+
+def test_the_question_reaches_the_terminal_when_stderr_goes_to_a_file(project):
+    """``tao run ... 2> log`` on a terminal: asked where the person can see it, on stdout."""
+    import os
+
+    import pexpect
+    from cli_pty import Term
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(project), "TERM": "xterm",
+           "LANG": "en_US.UTF-8", "TAO_DATA_DIR": str(project / "data"),
+           "PYTHONPATH": os.pathsep.join(sys.path), "L": LAUNCHER, "S": REMOVE}
+    line = (f'{sys.executable} -c "$L" "$S" run "clean up" --tools tools.py '
+            f'--require-approval remove --no-audit 2> err.log')
+    term = Term(pexpect.spawn("/bin/sh", ["-c", line], cwd=str(project), env=env,
+                              encoding="utf-8", dimensions=(40, 120)))
+    term.expect("[1] remove: approve? [y]es / [n]o / [e]dit:")
+    term.sendline("n")
+    term.expect("Reason for the model")
+    term.sendline("")
+    assert term.wait_exit() == 0
+    assert (project / "victim.txt").exists() and "approve?" not in (project / "err.log").read_text()

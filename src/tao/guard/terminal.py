@@ -78,7 +78,7 @@ class TerminalApprover:
     def __init__(self, lang: str = "en", read: Any = None, write: Any = None):
         self.t = prompts.table("guard")[lang if lang == "zh" else "en"]
         self.read = read
-        self.write = write or (lambda s: print(s, file=sys.stderr, flush=True))
+        self.write = write or (lambda s: print(s, file=_screen(), flush=True))
 
     async def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
         with SCREEN.held():  # a live view drawn over the question would garble it
@@ -126,6 +126,18 @@ class TerminalApprover:
                         self.write(prompts.render(self.t["bad_edit"], error=str(e)))
 
 
+def _screen() -> Any:
+    """Where the question goes: stderr, unless only stdout is the terminal (``2> log``), so the
+    person at the terminal sees what they are asked."""
+    for stream in (sys.stderr, sys.stdout):
+        try:
+            if stream is not None and stream.isatty():
+                return stream
+        except (ValueError, OSError):
+            continue
+    return sys.stderr
+
+
 async def read_terminal(prompt: str) -> str:
     """One line typed on the terminal (stdin), read as it becomes readable on the event loop:
     cancelling the await (Ctrl-C) stops the read with nothing left behind. The terminal's own
@@ -134,8 +146,9 @@ async def read_terminal(prompt: str) -> str:
     import os
 
     loop = asyncio.get_running_loop()
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
+    out = _screen()
+    out.write(prompt)
+    out.flush()
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
