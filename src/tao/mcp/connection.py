@@ -90,7 +90,7 @@ class Connection:
     async def _own(self, queue: asyncio.Queue[Any], ready: asyncio.Future[Any]) -> None:
         import anyio
 
-        errlog = None
+        errlog = client = None
         try:
             client, errlog = self.make_client()
             self._errlog = errlog
@@ -108,9 +108,11 @@ class Connection:
             if not ready.done():
                 ready.set_exception(MCPConnectError(
                     f"cannot connect to MCP server {self.label}: {self._why}{self._tail(errlog)}"))
-        finally:
-            self._client = None
-            self._stderr, self._errlog = _read_tail(errlog), None
+        finally:  # a newer session may be open already: leave what is its own alone
+            if self._client is client:
+                self._client = None
+            if self._errlog is errlog:
+                self._stderr, self._errlog = _read_tail(errlog), None
             while not queue.empty():  # calls that arrived as it closed
                 item = queue.get_nowait()
                 if item is not None and not item[2].done():  # (name, arguments, future, timeout)
