@@ -15,7 +15,9 @@ more rows (random vectors, texts of words drawn from the facts) on sqlite-vec an
 fallback; the keyword index chosen against a trigram one; and with --pg, the same on
 PostgreSQL + pgvector (a pgserver started in a temporary folder).
 
-    python benchmarks/memory_store.py [--pg] [--scale 10000]
+Also adds per second with 4 processes writing one store at once (SQLite; PostgreSQL with --pg).
+
+    python benchmarks/memory_store.py [--pg] [--scale 10000] [--procs 4]
 """
 
 from __future__ import annotations
@@ -209,10 +211,46 @@ def scale_rows(path: Path, use, qs) -> list[tuple[str, float, float, float, floa
     return out
 
 
+def _writer(target: str, table: str, proc: int, n: int, start, out) -> None:
+    s = MemoryStore(target, embedder=False, table=table) if target.startswith("postgres") \
+        else MemoryStore(target, embedder=False)
+    start.wait()
+    t = time.perf_counter()
+    for i in range(n):
+        s.add(f"process {proc} writes memory number {i} 进程{proc}的第{i}条记忆", proc=proc)
+    out.put(time.perf_counter() - t)
+    s.close()
+
+
+def concurrent_adds(target: str, procs: int, n: int, table: str = "bench_procs") -> float:
+    """Adds per second with ``procs`` processes writing one store at once (no embedder: the
+    store's cost, not the model's), counted from when all are ready until the last is done."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(procs + 1), ctx.Queue()
+    workers = [ctx.Process(target=_writer, args=(target, table, p, n, start, out))
+               for p in range(procs)]
+    for w in workers:
+        w.start()
+    start.wait()
+    t = time.perf_counter()
+    [out.get() for _ in workers]
+    wall = time.perf_counter() - t
+    for w in workers:
+        w.join()
+    check = MemoryStore(target, embedder=False, table=table) if target.startswith("postgres") \
+        else MemoryStore(target, embedder=False)
+    assert len(check) == procs * n, (len(check), procs * n)
+    check.close()
+    return procs * n / wall
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pg", action="store_true", help="also PostgreSQL + pgvector (pgserver)")
     ap.add_argument("--scale", type=int, default=10_000, help="rows added for the scale run")
+    ap.add_argument("--procs", type=int, default=4, help="processes adding at once")
     ap.add_argument("--dir", default=".", help="where the SQLite files go (a real disk)")
     args = ap.parse_args()
     facts = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
@@ -237,6 +275,10 @@ def main() -> None:
 
     keyword_choice(facts, args.scale)
 
+    lite_rate = concurrent_adds(str(folder / "procs.sqlite3"), args.procs, 200)
+    print(f"\n{args.procs} processes adding to one SQLite store at once: {lite_rate:.0f} adds/s "
+          f"(WAL, synchronous=NORMAL, embedder=False)")
+
     big = folder / "scale.sqlite3"
     with MemoryStore(big, embedder=use) as b:
         ids_b, _ = load(b, facts)
@@ -260,6 +302,9 @@ def main() -> None:
             print_ranking("recall@5 on PostgreSQL", ranking_table(pg, pkw, queries(facts, ids_pg)))
             pg.close()
             pkw.close()
+            rate = concurrent_adds(server.get_uri(), args.procs, 200)
+            print(f"\n{args.procs} processes adding to one PostgreSQL table at once: "
+                  f"{rate:.0f} adds/s (one connection each, embedder=False)")
         finally:
             server.cleanup()
 
