@@ -1,0 +1,63 @@
+"""The greedy-first grammar sampler picks exactly the tokens llama-cpp-python's own sampler chain
+picks - it only skips asking the grammar about tokens greedy decoding would never take."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from tao import calculate, calculator
+from tao import grammar as grammars
+from tao.models.greedy_grammar import GreedyGrammarSampler
+
+pytestmark = pytest.mark.local_model
+
+PROMPTS = [
+    "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？",
+    "What is (17 * 23) - (144 / 12)? Use a tool.",
+    "Say hello in French, then answer without any tool.",
+]
+
+
+def _chat(text: str) -> str:
+    return ("<|im_start|>system\nAnswer with one JSON action.<|im_end|>\n"
+            f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_greedy_first_decodes_the_same_tokens_as_the_sampler_chain():
+    from llama_cpp import Llama
+
+    from tao.models.local import LocalModel, _grammar
+
+    llm = LocalModel().llm
+    fast = llm._init_sampler
+    chain = types.MethodType(Llama._init_sampler, llm)
+    gram = _grammar(grammars.action_grammar([calculator.spec, calculate.spec]))
+
+    def decode(init, prompt):
+        llm._init_sampler = init
+        llm.reset()
+        out = llm.create_completion(prompt=_chat(prompt), max_tokens=48, temperature=0.0, grammar=gram)
+        return out["choices"][0]["text"]
+
+    try:
+        for prompt in PROMPTS:
+            want = decode(chain, prompt)
+            got = decode(fast, prompt)
+            assert got == want
+            assert isinstance(llm.tao_grammar_sampler, GreedyGrammarSampler)
+    finally:
+        llm._init_sampler = fast
+    assert llm.tao_grammar_sampler.steps > 10  # it really decoded through the new sampler
+
+
+def test_sampling_with_temperature_keeps_llama_cpps_chain():
+    from tao.models.local import LocalModel, _grammar
+
+    llm = LocalModel().llm
+    llm.tao_grammar_sampler = None
+    gram = _grammar(grammars.action_grammar([calculate.spec]))
+    llm.reset()
+    llm.create_completion(prompt=_chat(PROMPTS[1]), max_tokens=8, temperature=0.7, grammar=gram, seed=1)
+    assert llm.tao_grammar_sampler is None
