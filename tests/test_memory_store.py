@@ -283,7 +283,8 @@ def test_compress_cuts_the_last_item_that_does_not_fit():
 
 def test_segmentation_and_terms():
     assert segment("喝绿茶") == " 喝 绿 茶 喝绿 绿茶 "
-    assert terms("What does the user drink? 绿茶") == ["绿茶", "user", "drink"]
+    assert terms("What does the user drink? 绿茶") == ["user", "drink", "绿茶"]
+    assert terms("用户 likes 绿茶") == ["用户", "likes", "绿茶"]
     assert terms("the") == ["the"]
     assert estimate_tokens("绿茶 tea") == 2 + 1
 

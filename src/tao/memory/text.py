@@ -53,20 +53,19 @@ def segment(text: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """A query's search terms, lowercase, each once, in order: CJK pairs (a lone character
-    stays single) and the other words except English stopwords (all of them if the query
-    has nothing else)."""
+    """A query's search terms, lowercase, each once, in the order they occur: CJK pairs (a
+    lone character stays single) and the other words except English stopwords (all of them
+    if the query has nothing else)."""
     text = unicodedata.normalize("NFKC", text).lower()
-    out: list[str] = []
-    words: list[str] = []
+    found: list[tuple[str, bool]] = []  # (term, is an English-style word)
     pos = 0
     for m in _CJK_RUN.finditer(text):
-        words += _WORD.findall(text[pos:m.start()])
-        out += _pairs(m.group(0))
+        found += [(w, True) for w in _WORD.findall(text[pos:m.start()])]
+        found += [(p, False) for p in _pairs(m.group(0))]
         pos = m.end()
-    words += _WORD.findall(text[pos:])
-    kept = [w for w in words if w not in STOPWORDS] or words
-    return list(dict.fromkeys(out + kept))
+    found += [(w, True) for w in _WORD.findall(text[pos:])]
+    kept = [t for t, word in found if not (word and t in STOPWORDS)] or [t for t, _ in found]
+    return list(dict.fromkeys(kept))
 
 
 def stem(word: str) -> str:
