@@ -242,11 +242,11 @@ def test_invalid_arguments_are_not_retried():
 
 def test_a_tool_error_that_says_it_is_not_retryable_goes_straight_to_a_replan():
     """calculate's CalculationError says retrying the same expression cannot help (seen with the
-    1.5B model: sum([...]) refused four times per plan, three plans in a row)."""
+    1.5B model: an expression calculate refuses, four times per plan, three plans in a row)."""
     from tao import calculate
 
     bad = {"steps": [{"id": "step1", "description": "the sum", "tool": "calculate",
-                      "args": {"expression": "sum([12, 24])"}, "depends_on": []}], "answer": "$step1"}
+                      "args": {"expression": "fsum([12, 24])"}, "depends_on": []}], "answer": "$step1"}
     good = {"steps": [{"id": "step2", "description": "the sum", "tool": "calculate",
                        "args": {"expression": "12 + 24"}, "depends_on": []}], "answer": "$step2"}
     agent = PlanExecuteAgent(ScriptedModel([plan_reply(bad), plan_reply(good)]), [calculate])
