@@ -19,7 +19,7 @@ __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Workspace",
-    "ApprovalRequest", "Decision", "BudgetExceeded", "matches",
+    "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
@@ -35,6 +35,7 @@ _LAZY = {
     "Decision": "tao.guard",
     "BudgetExceeded": "tao.guard",
     "matches": "tao.guard",
+    "MCPServer": "tao.mcp",  # mcp costs ~0.7 s to import: only when a server is built
 }
 
 
