@@ -178,6 +178,21 @@ def test_bad_guard_settings_fail_at_construction():
         tool(untrusted_output="web")(lambda x: x)
 
 
+def test_a_misspelt_tool_name_in_a_policy_is_an_error_not_an_ungated_tool():
+    ran: list = []
+    for key in ("deny", "require_approval", "high_risk", "allow"):
+        agent = ReActAgent(ScriptedModel([call("tools", "shell", command="ls"), "ok"]),
+                           [shell_tool(ran), calculator], **{key: ["shel"]})
+        with pytest.raises(ValueError, match=rf"{key} names 'shel', which is no tool of this run; "
+                                             r"did you mean 'shell'\? \(tools: calculator, shell\)"):
+            agent.run("x")
+    assert ran == []
+    # a name far from every tool is another project's, not a typo: the run goes on
+    agent = ReActAgent(ScriptedModel([call("tools", "shell", command="ls"), "ok"]),
+                       [shell_tool(ran)], deny=["send_email"])
+    assert agent.run("x").status == "done" and ran == ["ls"]
+
+
 def test_a_misspelt_verdict_never_reads_as_approval():
     """``Decision("deny")`` is the approver's bug: the run ends saying so, the call never ran."""
     with pytest.raises(ValueError, match="'approved', 'rejected' or 'edited', not 'deny'"):

@@ -109,6 +109,25 @@ class Policy:
             return "ask", "why_tainted"
         return "run", ""
 
+    def check_names(self, tools: Iterable[str]) -> None:
+        """A name here that is no tool of the run but nearly one (``run_comand`` beside
+        ``run_command``) is a typo that would leave that tool ungated: a ``ValueError`` before
+        the run starts. A name far from every tool (``send_email`` in a project's tao.toml, run
+        with the calculators) is someone else's and passes."""
+        import difflib
+
+        tools = set(tools)
+        for key, names in (("allow", self.allow or ()), ("deny", self.deny),
+                           ("require_approval", self.require), ("high_risk", self.high_risk),
+                           ("untrusted", self.untrusted)):
+            for name in names:
+                if name == "*" or name in tools:
+                    continue
+                near = difflib.get_close_matches(name, tools, 1, 0.85)
+                if near:
+                    raise ValueError(f"{key} names {name!r}, which is no tool of this run; did you "
+                                     f"mean {near[0]!r}? (tools: {', '.join(sorted(tools))})")
+
     def is_untrusted(self, name: str, tool: Any, arguments: dict[str, Any] | None = None) -> bool:
         """Whether this call's output is untrusted (``arguments=None``: whether any call's may
         be). ``untrusted="*"``: every tool's output is (the strict reading: fence it all). A

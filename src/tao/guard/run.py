@@ -59,6 +59,8 @@ class Guard:
         """The run's guard state. A run started inside another's tool call or plan step (a
         sub-agent) has that run as its parent: the parent's policies, approver, budgets and
         audit log hold for it too."""
+        tools = list(tools)
+        self.policy.check_names(t.name for t in tools)
         return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools, CURRENT.get())
 
 
