@@ -44,3 +44,26 @@ def test_chinese_prompts_and_end_of_input_rejects():
     assert shown[0] == "有 2 个工具调用需要批准："
     assert decisions[0].verdict == "approved"
     assert decisions[1].verdict == "rejected" and "标准输入不是终端" in decisions[1].reason
+
+
+def test_two_runs_asking_at_once_take_turns_at_the_terminal():
+    """Two sub-agents of one plan, each with a gated call: the second batch is listed only after
+    the first is answered, never in the middle of its questions."""
+    shown: list[str] = []
+
+    def read(prompt):
+        shown.append(prompt)
+        import time
+
+        time.sleep(0.05)  # a person typing: the other batch would list itself now
+        return "y"
+
+    async def both():
+        one, two = (TerminalApprover("en", read=read, write=shown.append) for _ in range(2))
+        return await asyncio.gather(one.decide(requests("ls", "pwd")), two.decide(requests("id")))
+
+    first, second = asyncio.run(both())
+    assert [d.verdict for d in first + second] == ["approved"] * 3
+    headers = [i for i, s in enumerate(shown) if s.startswith("Approval needed")]
+    assert headers == [0, 5] and shown[3:5] == ["[1] shell: approve? [y]es / [n]o / [e]dit: ",
+                                                "[2] shell: approve? [y]es / [n]o / [e]dit: "]

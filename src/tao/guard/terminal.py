@@ -81,8 +81,9 @@ class TerminalApprover:
         self.write = write or (lambda s: print(s, file=_screen(), flush=True))
 
     async def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
-        with SCREEN.held():  # a live view drawn over the question would garble it
-            return await self._ask_batch(requests)
+        async with _one_question():  # two runs asking at once (parallel sub-agents) take turns
+            with SCREEN.held():  # a live view drawn over the question would garble it
+                return await self._ask_batch(requests)
 
     async def _line(self, prompt: str) -> str:
         if self.read is not None:
@@ -124,6 +125,23 @@ class TerminalApprover:
                         return Decision.edit(value)
                     except ValueError as e:
                         self.write(prompts.render(self.t["bad_edit"], error=str(e)))
+
+
+_QUESTIONS: Any = None
+
+
+def _one_question() -> Any:
+    """The lock that gives the terminal to one batch of questions at a time, on this loop."""
+    import asyncio
+    import weakref
+
+    global _QUESTIONS
+    if _QUESTIONS is None:
+        _QUESTIONS = weakref.WeakKeyDictionary()
+    loop = asyncio.get_running_loop()
+    if loop not in _QUESTIONS:
+        _QUESTIONS[loop] = asyncio.Lock()
+    return _QUESTIONS[loop]
 
 
 def _screen() -> Any:
