@@ -70,6 +70,7 @@ class Memory:
         self.remember, self.extract = remember, extract or False
         self.prompt_text = PromptText()
         self.lang = "en"
+        self._counters: dict[int, tuple[Model, Counter]] = {}
 
     @property
     def scope(self) -> dict[str, Any]:
@@ -129,6 +130,16 @@ class Memory:
         newest = self.store.all(kind="preference", **self.scope)[-3:][::-1]
         items = compress([*found, *newest], self.recall_tokens)
         return "\n".join(f"- {i.text}" for i in items)
+
+    def counter(self, model: Model) -> Counter:
+        """The token counter for ``model``, kept across runs (its cache and calibration are
+        what make counting a long chat cheap)."""
+        held = self._counters.get(id(model))
+        if held is None or held[0] is not model:
+            if len(self._counters) > 8:
+                self._counters.clear()
+            held = self._counters[id(model)] = (model, Counter(model))
+        return held[1]
 
     def start(self, task: str, lang: str) -> MemoryRun:
         self.lang = "zh" if lang == "zh" else "en"  # what the remember tool answers in
@@ -190,7 +201,7 @@ class Remembering(Model):
     def __init__(self, model: Model, run: MemoryRun):
         self.model, self.run = model, run
         self.name, self.supports_grammar = model.name, model.supports_grammar
-        self.counter = Counter(model)
+        self.counter = run.memory.counter(model)
 
     def assemble(self, messages: Sequence[Message]) -> tuple[list[Message], int, int]:
         """The call's messages with the recalled note and the history before the task; the

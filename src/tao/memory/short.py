@@ -49,6 +49,8 @@ class Counter:
         self.local = callable(getattr(model, "render", None)) and bool(getattr(model, "n_ctx", 0))
         self.scale = 1.0
         self._cache: OrderedDict[str, int] = OrderedDict()
+        self._fixed: dict[tuple[str, ...], int] = {}
+        self._ratio: dict[tuple[str, ...], float] = {}
 
     def text(self, s: str) -> int:
         n = self._cache.get(s)
@@ -78,6 +80,40 @@ class Counter:
             text = self.model.render(messages, tools)
             return len(self.model.llm.tokenize(text.encode(), add_bos=False, special=True))
         return self._raw(messages, tools)
+
+    def approx(self, messages: Sequence[Message], tools: Any = None) -> int:
+        """Without rendering the prompt: cached per-message counts scaled by what the last
+        exact count found (the chat template and the JSON form of replies add a share of
+        their own), plus (embedded model) the tool section."""
+        if not self.local:
+            return self._raw(messages, tools)
+        fixed, ratio = self._calibration(tools)
+        return fixed + round(sum(self.message(m) for m in messages) * ratio)
+
+    def _calibration(self, tools: Any) -> tuple[int, float]:
+        key = tuple(t.name for t in tools or ())
+        if key not in self._fixed:
+            self._fixed[key] = self.prompt([Message.system("")], tools) - PER_MESSAGE
+        return self._fixed[key], self._ratio.get(key, 1.0)
+
+    def exact(self, messages: Sequence[Message], tools: Any = None) -> int:
+        """``prompt``, and for the embedded model the estimate calibrated against it."""
+        n = self.prompt(messages, tools)
+        if self.local:
+            fixed, _ = self._calibration(tools)
+            raw = sum(self.message(m) for m in messages)
+            self._ratio[tuple(t.name for t in tools or ())] = max(1.0, (n - fixed) / raw) if raw else 1.0
+        return n
+
+    def fits(self, messages: Sequence[Message], tools: Any, budget: int) -> bool:
+        """Whether the prompt fits ``budget``: the estimate decides when it is under half the
+        budget or clearly over it; otherwise (or before any exact count) it is counted."""
+        if self.local and tuple(t.name for t in tools or ()) not in self._ratio:
+            return self.exact(messages, tools) <= budget
+        n = self.approx(messages, tools)
+        if n <= budget // 2 or n > budget + 16 + budget // 20:
+            return n <= budget
+        return self.exact(messages, tools) <= budget
 
     def observe(self, messages: Sequence[Message], tools: Any, usage: Usage | None) -> None:
         """Calibrate the estimate with what the provider counted for ``messages``."""
@@ -146,7 +182,7 @@ class Fitter:
         budget = self.budget(model, kwargs)
         usage = Usage()
         tools = kwargs.get("tools")
-        if budget is None or counter.prompt(messages, tools) <= budget:
+        if budget is None or counter.fits(messages, tools, budget):
             return messages, usage
         k = self.keep_last
         if task >= 0:
@@ -161,7 +197,7 @@ class Fitter:
         cut = n if n == len(self._dropped) else 0
         sizes = [sum(counter.message(m) for m in messages[a:b]) for a, b in units]
         low = int(budget * (1 - SLACK))
-        total = counter.prompt(self._apply(messages, units, cut, ""), tools)
+        total = counter.approx(self._apply(messages, units, cut, ""), tools)
         if total > budget:
             while cut < len(units) and total > low:
                 total -= sizes[cut]
@@ -172,7 +208,7 @@ class Fitter:
                 summary, used = await self._summary(model, messages, units, keys, cut)
                 usage.add(used)
             fitted = self._apply(messages, units, cut, summary)
-            if counter.prompt(fitted, tools) <= budget or cut >= len(units):
+            if counter.exact(fitted, tools) <= budget or cut >= len(units):
                 break
             cut += 1
         if cut != len(self._dropped) or keys[:cut] != self._dropped:
@@ -223,7 +259,7 @@ def _shorten(messages: list[Message], counter: Counter, budget: int, tools: Any,
     """Last resort when even the kept turns are too long (one huge observation): the longest
     message after the head, the task excepted, keeps its beginning and end around a marker."""
     for _ in range(12):
-        over = counter.prompt(messages, tools) - budget
+        over = counter.exact(messages, tools) - budget
         if over <= 0:
             return messages
         candidates = [i for i in range(head, len(messages)) if i != task and len(messages[i].content) > 200]
