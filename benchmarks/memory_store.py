@@ -299,7 +299,15 @@ def main() -> None:
             print("\nPostgreSQL + pgvector (pgserver, one connection, Unix socket)")
             print_adds("add(), embedder USE", pg_times)
             pkw = MemoryStore(server.get_uri(), embedder=False, table="bench_facts")
-            print_ranking("recall@5 on PostgreSQL", ranking_table(pg, pkw, queries(facts, ids_pg)))
+            qs_pg = queries(facts, ids_pg)
+            print_ranking("recall@5 on PostgreSQL", ranking_table(pg, pkw, qs_pg))
+            t = time.perf_counter()
+            fill(pg, args.scale, facts)
+            filled = time.perf_counter() - t
+            recall, _, _, times = evaluate(lambda q: [i.id for i in pg.search(q, k=10)], qs_pg)
+            print(f"\nwith {len(pg)} rows ({args.scale} filler written in {filled:.0f} s, HNSW "
+                  f"index): recall@5 {recall['all']:.3f}, search p50 {ms(pct(times, 50))} ms, "
+                  f"p95 {ms(pct(times, 95))} ms")
             pg.close()
             pkw.close()
             rate = concurrent_adds(server.get_uri(), args.procs, 200)
