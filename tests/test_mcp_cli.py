@@ -5,6 +5,7 @@ the ``mcp`` SDK."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -19,6 +20,13 @@ from tao import ScriptedModel, tool_call
 DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
 SERVER = shlex.join([sys.executable, str(DEMO)])
 runner = CliRunner()
+
+def data_of(text: str) -> str:
+    """What an MCP server returned, from inside the fence its (untrusted by default) output gets."""
+    m = re.search(r"<<<DATA (\w+)>>>\n(.*)\n<<<END \1>>>", text, re.S)
+    assert m, f"not fenced: {text!r}"
+    return m.group(2)
+
 
 
 @pytest.fixture
@@ -49,7 +57,8 @@ def test_tao_run_mcp_gives_the_agent_the_servers_tools_beside_the_calculators(mo
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["answer"] == "5"
     tools = [m for m in model.calls[-1] if m.role == "tool"]
-    assert [m.content for m in tools] == ["5", "2", "remote:1+1"]  # remote, local, prefixed
+    assert [data_of(tools[0].content), tools[1].content, data_of(tools[2].content)] == [
+        "5", "2", "remote:1+1"]  # remote, local, prefixed
 
 
 def test_tao_toml_mcp_servers_are_used_and_the_command_line_replaces_them(model_is, tmp_path):
@@ -57,7 +66,7 @@ def test_tao_toml_mcp_servers_are_used_and_the_command_line_replaces_them(model_
     model = model_is(ScriptedModel([tool_call("get_time"), "noon"]))
     res = runner.invoke(cli.app, ["run", "time?", "--no-audit", "--json"])
     assert res.exit_code == 0, res.output
-    assert [m.content for m in model.calls[-1] if m.role == "tool"] == ["12:00"]
+    assert [data_of(m.content) for m in model.calls[-1] if m.role == "tool"] == ["12:00"]
     model = model_is(ScriptedModel([tool_call("get_time"), "noon"]))
     res = runner.invoke(cli.app, ["run", "time?", "--no-audit", "--json", "--mcp",
                                   f"{sys.executable} -c 'import sys; sys.exit(4)'"])
@@ -100,4 +109,4 @@ def test_a_server_started_by_the_cli_gets_the_users_environment(model_is, monkey
     model = model_is(ScriptedModel([tool_call("env", name="TAO_MCP_TEST_KEY"), "ok"]))
     res = runner.invoke(cli.app, ["run", "key?", "--mcp", SERVER, "--no-audit", "--json"])
     assert res.exit_code == 0, res.output
-    assert [m.content for m in model.calls[-1] if m.role == "tool"] == ["from-the-shell"]
+    assert [data_of(m.content) for m in model.calls[-1] if m.role == "tool"] == ["from-the-shell"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tao import ReActAgent, ScriptedModel, calculator, tool_call
+from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
 from tao.events import Observation
 from tao.messages import ToolCall
 from tao.mcp import MCPConnectError, MCPServer
@@ -23,6 +23,8 @@ DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
 
 
 def demo(**options) -> MCPServer:
+    """The demo server, taken as the user's own (its output not fenced) unless a test says."""
+    options.setdefault("untrusted_output", False)
     return MCPServer(command=[sys.executable, str(DEMO)], **options)
 
 
@@ -180,6 +182,26 @@ def test_deny_and_approval_hold_for_mcp_tools_and_a_server_can_be_marked_as_a_wh
         assert asked == ["add", "weather"]  # every tool of the marked server needed approval
         assert add.is_error and "add" in add.content
         assert "<<<DATA" in weather.content and '"temp_c": 21' in weather.content  # fenced
+
+
+def test_a_servers_output_is_untrusted_unless_the_user_says_otherwise():
+    """What a server returns is someone else's text: by default fenced as data, and after it a
+    high-risk tool needs approval."""
+    ran = []
+
+    @tool(high_risk=True)
+    def deploy() -> str:
+        """Deploy."""
+        ran.append(1)
+        return "deployed"
+
+    with MCPServer(command=[sys.executable, str(DEMO)]) as default:
+        model = ScriptedModel([tool_call("weather", city="x"), tool_call("deploy"), "ok"])
+        events = []
+        ReActAgent(model, [default, deploy]).run("go", [events.append])
+    weather, deployed = observations(events)
+    assert "<<<DATA" in weather.content and '"temp_c": 21' in weather.content
+    assert deployed.is_error and ran == []  # no terminal here: the approval was refused
 
 
 def test_audit_and_budgets_count_mcp_calls(server, tmp_path):

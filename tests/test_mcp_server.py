@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -17,6 +18,13 @@ SCRIPTED = Path(__file__).parent / "mcp_servers" / "scripted_tao.py"
 #: the served react agent's script: one calculator call, then the answer it read
 SERVED = [{"tool": "calculator", "args": {"operation": "multiply", "a": 15, "b": 27}},
           "15 × 27 = 405"]
+
+def data_of(text: str) -> str:
+    """What an MCP server returned, from inside the fence its (untrusted by default) output gets."""
+    m = re.search(r"<<<DATA (\w+)>>>\n(.*)\n<<<END \1>>>", text, re.S)
+    assert m, f"not fenced: {text!r}"
+    return m.group(2)
+
 
 
 @pytest.fixture
@@ -100,7 +108,7 @@ def test_a_second_tao_process_calls_the_served_agent_through_mcp(served_script, 
     assert (result["status"], result["answer"], result["tool_calls"]) == ("done", "子 agent 说 405", 1)
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     seen = [e for e in events if e["type"] == "observation"]
-    assert [(o["name"], o["content"], o["is_error"]) for o in seen] == [
+    assert [(o["name"], data_of(o["content"]), o["is_error"]) for o in seen] == [
         ("react", "15 × 27 = 405", False)]
 
 

@@ -267,7 +267,7 @@ def test_an_error_that_is_not_retryable_is_tried_once_on_ray_too():
     from tao import calculate
 
     plan = {"steps": [{"id": "step1", "description": "the sum", "tool": "calculate",
-                       "args": {"expression": "sum([12, 24])"}, "depends_on": []}], "answer": "$step1"}
+                       "args": {"expression": "fsum([12, 24])"}, "depends_on": []}], "answer": "$step1"}
     agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [calculate], max_replans=0, executor="ray")
     result, events = run(agent, "12 + 24?")
     [failed] = of(events, StepFailed)

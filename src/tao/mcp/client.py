@@ -1,7 +1,7 @@
 """``MCPServer``: an MCP server's tools as tao tools, in ``tools=`` like any other.
 
     git = MCPServer(command=["uvx", "mcp-server-git"], timeout=30)
-    docs = MCPServer(url="http://127.0.0.1:8000/mcp", untrusted_output=True)
+    docs = MCPServer(url="http://127.0.0.1:8000/mcp")
     agent = ReActAgent(model, tools=[calculator, git, docs])
 
 The server is a ``Toolbox``, so an agent's ``Toolbox`` takes its tools in; each is an ordinary
@@ -44,14 +44,16 @@ class MCPServer(Toolbox):
     (default: the name it gives itself). ``prefix``: put before every tool name (``prefix="git"``
     gives ``git_status``); by default only clashing names get one. The guardrail marks
     (``requires_approval=True`` or a predicate, ``high_risk``, ``untrusted_output``, ``secret``)
-    hold for every tool of the server."""
+    hold for every tool of the server. ``untrusted_output`` is on by default: what a server returns
+    is someone else's text (web pages, tickets, files), so it reaches the model fenced as data and
+    taints the run; ``untrusted_output=False`` for a server of your own."""
 
     def __init__(self, command: str | Sequence[str] | None = None, *, url: str | None = None,
                  env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
                  timeout: float = 30.0, connect_timeout: float = 30.0, name: str | None = None,
                  prefix: str | None = None, headers: Mapping[str, str] | None = None,
                  requires_approval: bool | Callable[[dict[str, Any]], bool] = False,
-                 high_risk: bool = False, untrusted_output: bool = False,
+                 high_risk: bool = False, untrusted_output: bool = True,
                  secret: Sequence[str] = ()):
         if (command is None) == (url is None):
             raise TypeError("MCPServer takes command=[...] (stdio) or url=... (HTTP), one of them")
