@@ -19,7 +19,7 @@ __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Workspace",
-    "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer",
+    "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
@@ -36,6 +36,7 @@ _LAZY = {
     "BudgetExceeded": "tao.guard",
     "matches": "tao.guard",
     "MCPServer": "tao.mcp",  # mcp costs ~0.7 s to import: only when a server is built
+    "MemoryStore": "tao.memory",  # numpy and the embedder load with the first store
 }
 
 
