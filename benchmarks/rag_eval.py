@@ -85,14 +85,18 @@ def answers(index, questions: list[dict], n: int) -> dict:
     rows = []
     t0 = time.perf_counter()
     for q in picked:
-        result = ReActAgent(model, [index.tool()], max_turns=4, memory=False).run(q["question"])
+        t = time.perf_counter()
+        result = ReActAgent(model, [index.tool()], max_turns=4).run(q["question"])
         answer = result.answer or ""
         ok = q["answer"].casefold() in answer.casefold()
         cite = f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer
         right += ok
         cited += cite
         rows.append({"question": q["question"], "answer": answer[:200], "correct": ok,
-                     "cited": cite, "status": result.status})
+                     "cited": cite, "status": result.status, "turns": result.turns,
+                     "searches": result.tool_calls, "error": result.error,
+                     "seconds": round(time.perf_counter() - t, 1)})
+        print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
     return {"answered": len(picked), "accuracy": round(right / max(1, len(picked)), 3),
             "cited": round(cited / max(1, len(picked)), 3),
             "seconds": round(time.perf_counter() - t0, 1), "rows": rows}
