@@ -3,11 +3,19 @@
 Agents emit these and never print. Console, JSONL trace, web and OpenTelemetry sinks all read
 the same stream. Events are small frozen dataclasses; ``to_dict``/``event_from_dict`` round-trip
 them through JSON so a trace file can be replayed into any sink.
+
+Every event an agent emits is addressable: ``run_id`` (the run), ``seq`` (1, 2, ... in the order
+the run emitted them) and ``ts`` (Unix time). That one numbering is what the trace, the journal,
+the audit log, OpenTelemetry spans and the web page's ``Last-Event-ID`` share. They are stamped
+once, where the run's stream leaves the agent (``agents.base``), not by each loop; an event built
+by hand, or read from a trace written before they existed, has them as None. They take no part
+in ``==``: two runs that did the same thing emitted equal events.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from contextvars import ContextVar
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .messages import ToolCall
@@ -19,13 +27,46 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class Event:
     kind: ClassVar[str] = "event"
+    run_id: str | None = field(default=None, kw_only=True, compare=False, repr=False)
+    seq: int | None = field(default=None, kw_only=True, compare=False, repr=False)
+    ts: float | None = field(default=None, kw_only=True, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": self.kind}
         for f in fields(self):
             v = getattr(self, f.name)
+            if v is None and f.name in _STAMP:  # unstamped: the dict it always was
+                continue
             d[f.name] = v.to_dict() if hasattr(v, "to_dict") else v
         return d
+
+
+_STAMP = ("run_id", "seq", "ts")
+
+#: the id the run about to start takes (``agents.base`` sets it around a stream's first step,
+#: ``guard.run.Run`` takes it): how ``agent.resume(run_id)`` continues under the same id
+NEXT_RUN_ID: ContextVar[str | None] = ContextVar("tao_next_run_id", default=None)
+
+
+def take_run_id() -> str | None:
+    """The id waiting for the run that starts now, once: a sub-agent started later in the
+    same context makes its own."""
+    rid = NEXT_RUN_ID.get()
+    if rid is not None:
+        NEXT_RUN_ID.set(None)
+    return rid
+
+
+def stamp(event: Event, run_id: str, seq: int, ts: float) -> Event:
+    """``event`` numbered as event ``seq`` of run ``run_id``. A fresh event is stamped in
+    place (no copy per event); one stamped already (a sub-agent's event an outer agent passes
+    on as its own) is copied, so the sub-agent's numbering stays as it was."""
+    if event.seq is not None:
+        event = replace(event)
+    object.__setattr__(event, "run_id", run_id)
+    object.__setattr__(event, "seq", seq)
+    object.__setattr__(event, "ts", ts)
+    return event
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +161,11 @@ class RunFinished(Event):
     result: Result
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.kind, "result": self.result.to_dict(with_messages=True)}
+        d: dict[str, Any] = {"type": self.kind}
+        if self.seq is not None:
+            d.update(run_id=self.run_id, seq=self.seq, ts=self.ts)
+        d["result"] = self.result.to_dict(with_messages=True)
+        return d
 
 
 @dataclass(frozen=True, slots=True)

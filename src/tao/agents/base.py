@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..events import Event, RunFinished
+from ..events import NEXT_RUN_ID, Event, RunFinished, stamp
 from ..lang import detect_language
 from ..messages import Message, Usage
 
@@ -70,11 +70,52 @@ def make_memory(memory: Any) -> Any:
     return as_memory(memory)
 
 
+def _numbered(stream: Callable[..., AsyncIterator[Event]]) -> Callable[..., AsyncIterator[Event]]:
+    """A subclass's ``stream`` as the one place a run gets its identity: an id (``run_id=``
+    to continue one, e.g. ``resume``), offered to the run's guard state while the loop starts
+    (``events.take_run_id``), and every event stamped with it, its number and the time."""
+    import functools
+    import time
+    import uuid
+
+    @functools.wraps(stream)
+    async def numbered(self: Agent, task: str, *args: Any, run_id: str | None = None,
+                       **kwargs: Any) -> AsyncIterator[Event]:
+        rid = run_id or NEXT_RUN_ID.get() or uuid.uuid4().hex  # NEXT_RUN_ID: super().stream
+        token = NEXT_RUN_ID.set(rid)
+        events = stream(self, task, *args, **kwargs)
+        seq = 0
+        try:
+            async for event in events:
+                if token is not None:  # the run has started: its sub-agents number their own
+                    NEXT_RUN_ID.reset(token)
+                    token = None
+                seq += 1
+                yield stamp(event, rid, seq, time.time())
+        finally:
+            if token is not None:
+                try:
+                    NEXT_RUN_ID.reset(token)
+                except ValueError:  # closed from another context (garbage collection)
+                    pass
+            await events.aclose()
+
+    numbered.__tao_numbered__ = True  # type: ignore[attr-defined]
+    return numbered
+
+
 class Agent:
     """Base class: subclasses implement ``stream(task)``, an async generator of events that ends
-    with ``RunFinished``. ``arun``/``run`` drive it and hand every event to the sinks."""
+    with ``RunFinished``. ``arun``/``run`` drive it and hand every event to the sinks. Every
+    event comes out stamped with the run's id, its sequence number and a timestamp."""
 
     name = "agent"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("stream")
+        if own is not None and not getattr(own, "__tao_numbered__", False):
+            cls.stream = _numbered(own)  # type: ignore[method-assign]
 
     def stream(self, task: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
         raise NotImplementedError

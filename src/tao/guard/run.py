@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import prompts
-from ..events import ApprovalDecided, ApprovalRequested, Event
+from ..events import ApprovalDecided, ApprovalRequested, Event, take_run_id
 from ..messages import ToolCall
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
@@ -82,7 +82,7 @@ class Run:
         self.parent = parent
         self.guard, self.policy, self.budget, self.lang = guard, guard.policy, guard.budget, lang
         self.t = prompts.table("guard")[lang]
-        self.id = uuid.uuid4().hex
+        self.id = take_run_id() or uuid.uuid4().hex  # the id the agent's stream gave the run
         b = self.budget
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
         self.active = bool(self.policy.active or guard.audit or b.meters_model
