@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import tao
-from tao import ReActAgent, ScriptedModel, calculator, tool_call
+from tao import ReActAgent, ScriptedModel
 from tao.agents.codeact import CodeActAgent
 from tao.agents.reflexion import Reflexion, Verdict, code_of, model_judge, unit_tests
 from tao.events import Error, FinalAnswer, RunFinished, RunStarted, Thought

@@ -140,10 +140,9 @@ class Reflexion(Agent):
                 reflections.append(reflection)
                 yield Thought(reflection, turns)
         self._store(task, reflections, verdict.passed)
+        error = None if verdict.passed else (verdict.feedback or "rejected by the evaluator")
         final = Result(result.answer, "done" if verdict.passed else "error", turns, calls, usage,
-                       time.perf_counter() - start, result.messages,
-                       None if verdict.passed else (verdict.feedback or "rejected by the evaluator"),
-                       result.sandbox)
+                       time.perf_counter() - start, result.messages, error, result.sandbox)
         yield RunFinished(final)
 
     def _store(self, task: str, reflections: list[str], passed: bool) -> None:
@@ -195,7 +194,8 @@ def unit_tests(tests: str, entry_point: str | None = None, *, sandbox: str | Non
 
         code = code_of(result, entry_point)
         if code is None:
-            return Verdict(False, f"no Python code defining {entry_point or 'a function'} was given")
+            what = entry_point or "a function"
+            return Verdict(False, f"no Python code defining {what} was given")
         marker = f"tests-passed-{secrets.token_hex(6)}"
         program = f"final_answer = lambda *a, **k: None\n{code}\n\n{tests}\nprint({marker!r})\n"
         async with get_sandbox(sandbox) as box:

@@ -39,7 +39,8 @@ def index_command(
         "--query", "-q", help="Then show the passages that best match this query.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, max=20, help="Passages to show.")] = 5,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Index every file again.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print what was done as JSON.")] = False,
 ) -> None:
     """Index DIR's Markdown, text, HTML and PDF files for search_docs and tao run --docs."""
     index, done = open_index(directory, rebuild)

@@ -190,8 +190,9 @@ class MemoryRun:
 
 def _preference(text: str) -> bool:
     low = text.casefold()
-    return any(w in low for w in ("prefer", "like", "love", "hate", "always", "never", "from now on",
-                                  "喜欢", "爱", "讨厌", "偏好", "习惯", "以后", "总是", "始终"))
+    return any(w in low for w in ("prefer", "like", "love", "hate", "always", "never",
+                                  "from now on", "喜欢", "爱", "讨厌", "偏好", "习惯", "以后",
+                                  "总是", "始终"))
 
 
 class Remembering(Model):

@@ -228,10 +228,12 @@ class DocIndex:
 
         resolved = Path(root).resolve()
         key = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
-        return cls(root, default_path().parent / "docs" / f"{resolved.name}-{key}.sqlite3", **kwargs)
+        path = default_path().parent / "docs" / f"{resolved.name}-{key}.sqlite3"
+        return cls(root, path, **kwargs)
 
     def files(self) -> list[Path]:
-        return sorted(p for p in self.root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
+        return sorted(p for p in self.root.rglob("*")
+                      if p.is_file() and p.suffix.lower() in SUFFIXES
                       and not any(part.startswith(".") for part in p.relative_to(self.root).parts))
 
     def update(self, rebuild: bool = False) -> dict[str, Any]:
@@ -252,7 +254,7 @@ class DocIndex:
                     done["unchanged"] += 1
                     continue
                 chunks = chunk(read_lines(path), self.chunk_tokens, self.overlap_tokens)
-            except Exception as e:  # noqa: BLE001 - a broken PDF, a file gone: said, the rest goes on
+            except Exception as e:  # noqa: BLE001 - a broken PDF, a file gone: said; the rest go on
                 done["failed"][rel] = f"{type(e).__name__}: {e}"
                 continue
             for item_id in held.get(rel, ("", []))[1]:

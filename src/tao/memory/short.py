@@ -102,7 +102,8 @@ class Counter:
         if self.local:
             fixed, _ = self._calibration(tools)
             raw = sum(self.message(m) for m in messages)
-            self._ratio[tuple(t.name for t in tools or ())] = max(1.0, (n - fixed) / raw) if raw else 1.0
+            key = tuple(t.name for t in tools or ())
+            self._ratio[key] = max(1.0, (n - fixed) / raw) if raw else 1.0
         return n
 
     def fits(self, messages: Sequence[Message], tools: Any, budget: int) -> bool:
@@ -245,8 +246,8 @@ class Fitter:
         lines = [before] if before else []
         for a, b in units[done:cut]:
             lines += [f"{m.role}: {m.content}" for m in messages[a:b] if m.content]
-        reply = await model.complete([Message.system(t["summarize"]), Message.user("\n".join(lines))],
-                                     max_tokens=256)
+        asked = [Message.system(t["summarize"]), Message.user("\n".join(lines))]
+        reply = await model.complete(asked, max_tokens=256)
         text = prompts.render(t["summary"], summary=reply.message.content.strip())
         self._summaries[key] = text
         if len(self._summaries) > 32:
@@ -262,7 +263,8 @@ def _shorten(messages: list[Message], counter: Counter, budget: int, tools: Any,
         over = counter.exact(messages, tools) - budget
         if over <= 0:
             return messages
-        candidates = [i for i in range(head, len(messages)) if i != task and len(messages[i].content) > 200]
+        candidates = [i for i in range(head, len(messages))
+                      if i != task and len(messages[i].content) > 200]
         if not candidates:
             return messages
         i = max(candidates, key=lambda j: len(messages[j].content))
