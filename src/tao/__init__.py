@@ -20,6 +20,7 @@ __all__ = [
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
+    "instrument", "uninstrument",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
@@ -37,6 +38,8 @@ _LAZY = {
     "matches": "tao.guard",
     "MCPServer": "tao.mcp",  # mcp costs ~0.7 s to import: only when a server is built
     "MemoryStore": "tao.memory",  # numpy and the embedder load with the first store
+    "instrument": "tao.tracing",  # OpenTelemetry for every run; the API loads with the first
+    "uninstrument": "tao.tracing",
 }
 
 

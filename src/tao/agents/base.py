@@ -115,7 +115,9 @@ class Agent:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("stream")
         if own is not None and not getattr(own, "__tao_numbered__", False):
-            cls.stream = _numbered(own)  # type: ignore[method-assign]
+            from .. import tracing  # no OpenTelemetry until a traced run starts
+
+            cls.stream = tracing.wrap_stream(_numbered(own))  # type: ignore[method-assign]
 
     def stream(self, task: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -110,7 +110,10 @@ class Run:
     # -- the model door (budgets: ``budget.Meter``) --------------------------------------------
     def wrap(self, model: Any) -> Any:
         self.meter.check_prices(model.name)  # no price for max_cost: said before any call
-        return Metered(model, self.meter) if self.meter.meters else model
+        model = Metered(model, self.meter) if self.meter.meters else model
+        from .. import tracing  # each call's times and usage, for the run's chat spans
+
+        return tracing.traced_model(model, self.id) if tracing.enabled() else model
 
     def check(self) -> None:
         self.meter.check()

@@ -53,9 +53,14 @@ class AgentTool(Tool):
 
     async def stream(self, task: str, step_id: str | None = None):
         """The inner run's events (wrapped in ``Nested`` when ``step_id`` is given)."""
+        from .. import tracing  # outside a plan the parent's stream does not carry our events
+
+        report, key = (tracing.SINK.get() if step_id is None else None), str(id(task))
         async for event in self.make_agent().stream(task):
             for sink in self.sinks:
                 sink(event)
+            if report is not None:
+                report.forward(self.name, key, event)
             yield nest(step_id, event) if step_id is not None else event
 
     async def run(self, task: str) -> str:

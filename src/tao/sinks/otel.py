@@ -1,0 +1,220 @@
+"""OpenTelemetry spans from a run's event stream, named by the GenAI semantic conventions.
+
+    invoke_agent {agent}            one per run (a plan's step agents and agents used as tools
+      chat {model}                  nested under the step or tool call that started them)
+      execute_tool {tool}           one per tool call, and one per plan step that calls a tool
+      plan_step {id}                a plan step run by the step agent
+        invoke_agent {agent}
+
+Spans take their times from the events (``ts``), so steps that ran in parallel overlap, and a
+recorded trace can be turned into spans after the fact. ``chat`` spans take their exact times
+and token usage from the model door (``tao.tracing.traced_model``) when it recorded the call;
+the usage of a run's ``chat`` spans adds up to its ``Result.usage``.
+
+    from opentelemetry import trace
+    agent.run(task, sinks=[OtelSink(trace.get_tracer("my-app"))])
+
+or, for every run of the process, ``tao.instrument()``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..events import (Action, Event, Nested, Observation, RunFinished, RunStarted, StepFailed,
+                      StepFinished, StepRetried, StepStarted, TokenDelta, ModelRetry, TurnStarted)
+
+_QUIET = (TokenDelta, ModelRetry)  # a model call is still streaming
+
+
+def _ns(event: Event) -> int:
+    ts = getattr(event, "ts", None)
+    return int(ts * 1e9) if ts is not None else time.time_ns()
+
+
+class _Run:
+    __slots__ = ("span", "ctx", "run_id", "model", "chat_at", "tools", "steps")
+
+    def __init__(self, span: Any, ctx: Any, run_id: str | None, model: str):
+        self.span, self.ctx, self.run_id, self.model = span, ctx, run_id, model
+        self.chat_at: int | None = None  # a model call is under way since (ns)
+        self.tools: dict[str, Any] = {}
+        self.steps: dict[str, Any] = {}
+
+
+class OtelSink:
+    """A sink turning one run's events (its sub-agents' included) into spans of ``tracer``
+    (default: the global provider's). ``context``: the OpenTelemetry context the run's root
+    span is a child of (default: the current one)."""
+
+    def __init__(self, tracer: Any = None, context: Any = None):
+        from opentelemetry import trace
+        from opentelemetry import context as otel_context
+
+        self._trace = trace
+        self.tracer = tracer or trace.get_tracer("tao")
+        self.context = context if context is not None else otel_context.get_current()
+        self.runs: dict[str, _Run] = {}
+        self._claimed: set[int] = set()  # tool spans an AgentTool's run was nested under
+
+    def __call__(self, event: Event) -> None:
+        self._on("", event, None)
+
+    def forward(self, tool: str, key: str, event: Event) -> None:
+        """An event of a sub-agent that tool ``tool`` runs outside any plan (its events do not
+        pass through the parent's stream); ``key`` tells that run apart from others."""
+        parent = None
+        if type(event) is RunStarted:
+            parent = self._open_tool(tool)
+        self._on(f"tool:{getattr(event, 'run_id', None) or key}", event, parent)
+
+    def close(self) -> None:
+        """End what a run that stopped early left open (the consumer broke off)."""
+        now = time.time_ns()
+        for run in list(self.runs.values()):
+            self._end_run(run, now)
+        self.runs.clear()
+
+    # -- one event ---------------------------------------------------------------------------
+    def _on(self, key: str, event: Event, parent: Any, at: int | None = None) -> None:
+        if type(event) is Nested:
+            self._nested(key, event)
+            return
+        at = at if at is not None else _ns(event)
+        if type(event) is RunStarted:
+            self._start_run(key, event, parent, at)
+            return
+        run = self.runs.get(key)
+        if run is None:
+            return  # events of a run whose start we never saw
+        if type(event) in _QUIET:
+            return
+        if run.chat_at is not None:  # the first event after a model call: it has returned
+            self._chats(run, run.chat_at, at)
+        kind = type(event)
+        if kind is TurnStarted:
+            run.chat_at = at
+        elif kind is Action:
+            call = event.call
+            run.tools[call.id] = self._span(
+                f"execute_tool {call.name}", run.ctx, at, kind_="INTERNAL",
+                attrs={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
+                       "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function"})
+        elif kind is Observation:
+            span = run.tools.pop(event.call_id, None)
+            if span is not None:
+                if event.is_error:
+                    self._error(span, "tool_error", event.content)
+                span.end(end_time=at)
+        elif kind is StepStarted:
+            self._start_step(run, event, at)
+        elif kind is StepFinished or kind is StepFailed or kind is StepRetried:
+            span = run.steps.pop(event.step_id, None)
+            if span is not None:
+                if kind is not StepFinished:
+                    self._error(span, "step_failed", event.error)
+                span.end(end_time=at)
+        elif kind is RunFinished:
+            self._finish_run(key, run, event, at)
+
+    def _nested(self, key: str, event: Nested) -> None:
+        """A sub-agent's event, as its parent's stream carries it: the sub-run is keyed by its
+        step path, and started under the step span of the run one level up. Its times are the
+        parent's (when the parent's stream passed it on): one clock with the step's own."""
+        *above, step = event.step_id.split("/")
+        outer = "/".join([key, *above]) if above else key
+        inner = f"{key}/{event.step_id}"
+        parent = None
+        if type(event.event) is RunStarted:
+            up = self.runs.get(outer)
+            if up is not None:
+                span = up.steps.get(step)
+                parent = self._trace.set_span_in_context(span) if span is not None else up.ctx
+        self._on(inner, event.event, parent, _ns(event))
+
+    # -- spans ---------------------------------------------------------------------------------
+    def _span(self, name: str, ctx: Any, start: int, kind_: str, attrs: dict[str, Any]) -> Any:
+        return self.tracer.start_span(name, context=ctx, kind=getattr(self._trace.SpanKind, kind_),
+                                      start_time=start, attributes=attrs)
+
+    def _error(self, span: Any, type_: str, text: str) -> None:
+        span.set_attribute("error.type", type_)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, text[:500]))
+
+    def _start_run(self, key: str, event: RunStarted, parent: Any, at: int) -> None:
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": event.agent,
+                 "gen_ai.request.model": event.model}
+        run_id = getattr(event, "run_id", None)
+        if run_id:
+            attrs["gen_ai.agent.id"] = attrs["tao.run.id"] = run_id
+        if event.sandbox:
+            attrs["tao.sandbox"] = event.sandbox
+        old = self.runs.pop(key, None)
+        if old is not None:  # the same step run again (a retry): the old run is over
+            self._end_run(old, at)
+        span = self._span(f"invoke_agent {event.agent}", parent if parent is not None
+                          else self.context, at, "INTERNAL", attrs)
+        self.runs[key] = _Run(span, self._trace.set_span_in_context(span), run_id, event.model)
+
+    def _start_step(self, run: _Run, event: StepStarted, at: int) -> None:
+        attrs: dict[str, Any] = {"tao.plan.step.id": event.step_id,
+                                 "tao.plan.step.attempt": event.attempt}
+        if event.tool is not None:
+            attrs.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.tool,
+                          "gen_ai.tool.call.id": event.step_id, "gen_ai.tool.type": "function"})
+            name = f"execute_tool {event.tool}"
+        else:
+            name = f"plan_step {event.step_id}"
+        run.steps[event.step_id] = self._span(name, run.ctx, at, "INTERNAL", attrs)
+
+    def _chats(self, run: _Run, since: int, until: int) -> None:
+        """The ``chat`` span(s) of the model call that just returned: as the model door
+        recorded them, or (no record) from the turn's start to the first event after it."""
+        from .. import tracing
+
+        run.chat_at = None  # one turn is one call; a sub-agent's events may come late, its calls
+        calls = tracing.CALLS.get(run.run_id) if run.run_id else None  # recorded ahead of them
+        for start, end, model, n_in, n_out in [calls.pop(0) if calls
+                                                else (since, until, run.model, None, None)]:
+            attrs: dict[str, Any] = {"gen_ai.operation.name": "chat",
+                                     "gen_ai.request.model": model}
+            if n_in is not None:
+                attrs["gen_ai.usage.input_tokens"] = n_in
+                attrs["gen_ai.usage.output_tokens"] = n_out
+            self._span(f"chat {model}", run.ctx, start, "CLIENT", attrs).end(end_time=end)
+
+    def _finish_run(self, key: str, run: _Run, event: RunFinished, at: int) -> None:
+        r = event.result
+        span = run.span
+        span.set_attribute("tao.run.status", r.status)
+        span.set_attribute("gen_ai.usage.input_tokens", r.usage.prompt_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", r.usage.completion_tokens)
+        if r.status == "error":
+            self._error(span, "agent_error", r.error or "error")
+        self.runs.pop(key, None)
+        self._end_run(run, at)
+
+    def _end_run(self, run: _Run, at: int) -> None:
+        if run.chat_at is not None:
+            self._chats(run, run.chat_at, at)
+        for span in [*run.tools.values(), *run.steps.values()]:
+            span.end(end_time=at)
+        run.tools.clear()
+        run.steps.clear()
+        if run.run_id:
+            from .. import tracing
+
+            tracing.CALLS.pop(run.run_id, None)
+        run.span.end(end_time=at)
+
+    def _open_tool(self, tool: str) -> Any:
+        """The context of the earliest open ``execute_tool {tool}`` span not yet taken by an
+        agent run: where a sub-agent that tool started belongs."""
+        for run in self.runs.values():
+            for span in [*run.tools.values(), *run.steps.values()]:
+                name = getattr(span, "name", None) or ""
+                if name == f"execute_tool {tool}" and id(span) not in self._claimed:
+                    self._claimed.add(id(span))
+                    return self._trace.set_span_in_context(span)
+        return None

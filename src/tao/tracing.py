@@ -1,0 +1,178 @@
+"""OpenTelemetry for the whole process: ``tao.instrument()`` (or ``TAO_TRACING=1``).
+
+Once on, every agent run gets an ``OtelSink`` (``tao.sinks.otel``) reading its event stream, and
+the model door (``guard.run.Run.wrap``) records each model call's times and token usage for it.
+Spans go to the *global* tracer provider. When the application set none, tao sets one up from
+the standard variables - ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
+(or ``OTEL_TRACES_EXPORTER=otlp|console``), ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``
+... - and with none of them set, spans are made and dropped: nothing leaves the machine unless
+the user says where to send it (openai-agents sends traces to OpenAI by default; we do not).
+
+This module imports no OpenTelemetry at import time (``import tao`` stays cheap); the API loads
+with the first traced run, the SDK and the exporter only when tao has to build the provider.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from typing import Any
+
+_ON = False
+_PROVIDER: Any = None  # the provider tao built, when it built one
+
+#: the sink of the outermost traced run in this context: what a sub-agent started by a tool
+#: (``AgentTool``), whose events do not pass through its parent's stream, reports to
+SINK: ContextVar[Any] = ContextVar("tao_otel_sink", default=None)
+
+#: model calls recorded at the model door, per run id, until the run's sink turns them into spans
+CALLS: dict[str, list[tuple[int, int, str, int, int]]] = {}
+
+
+def instrument(tracer_provider: Any = None) -> Any:
+    """Trace every agent run of this process from now on; returns the tracer provider used.
+
+    ``tracer_provider``: use this one (and make it the global provider). Without it, the global
+    provider is used when the application set one; else tao builds one from the ``OTEL_*``
+    variables, which exports only where they point. Calling it again changes nothing."""
+    global _ON, _PROVIDER
+    from opentelemetry import trace
+
+    if tracer_provider is not None:
+        if trace.get_tracer_provider() is not tracer_provider:
+            trace.set_tracer_provider(tracer_provider)
+    elif _PROVIDER is None and _is_default(trace.get_tracer_provider()):
+        _PROVIDER = _from_env()
+        if _PROVIDER is not None:
+            trace.set_tracer_provider(_PROVIDER)
+    _ON = True
+    return trace.get_tracer_provider()
+
+
+def uninstrument() -> None:
+    """Stop tracing new runs (the provider stays as it is)."""
+    global _ON
+    _ON = False
+
+
+def enabled() -> bool:
+    """Whether runs are traced: after ``instrument()``, or when ``TAO_TRACING=1`` (which
+    instruments on the first run)."""
+    if not _ON and os.environ.get("TAO_TRACING", "").strip().lower() in ("1", "true", "yes", "on"):
+        instrument()
+    return _ON
+
+
+def shutdown() -> None:
+    """Flush and stop the provider tao built (the CLI calls it before it exits, so a short run's
+    spans are sent, not lost in the batch queue)."""
+    if _PROVIDER is not None:
+        _PROVIDER.shutdown()
+
+
+def _is_default(provider: Any) -> bool:
+    from opentelemetry import trace
+
+    return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
+def _from_env() -> Any:
+    """A provider exporting where the ``OTEL_*`` variables say, or None when they name no
+    exporter (the API's no-op tracer then: spans cost next to nothing and go nowhere)."""
+    env = os.environ
+    exporters = [e.strip() for e in env.get("OTEL_TRACES_EXPORTER", "").split(",") if e.strip()]
+    if not exporters and (env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                          or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        exporters = ["otlp"]
+    exporters = [e for e in exporters if e != "none"]
+    if not exporters:
+        return None
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+    except ImportError as e:
+        raise RuntimeError("OTEL_* names an exporter but the OpenTelemetry SDK is not installed: "
+                           "pip install 'tao[otel]'") from e
+    resource = Resource.create({} if env.get("OTEL_SERVICE_NAME") else {"service.name": "tao"})
+    provider = TracerProvider(resource=resource)
+    for name in exporters:
+        if name == "console":
+            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+        elif name == "otlp":
+            protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+                               env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"))
+            if protocol.startswith("grpc"):
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+            else:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        else:
+            raise ValueError(f"OTEL_TRACES_EXPORTER={name!r}: tao knows otlp, console and none")
+    return provider
+
+
+# -- the model door ------------------------------------------------------------------------------
+
+def traced_model(model: Any, run_id: str) -> Any:
+    """``model`` with each call's start, end, response model and usage recorded for run
+    ``run_id``'s sink (``guard.run.Run.wrap`` applies it to every agent's model)."""
+    from .models.base import Model, ModelResponse
+
+    class Traced(Model):
+        def __init__(self) -> None:
+            self.inner, self.name, self.supports_grammar = model, model.name, model.supports_grammar
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            start = time.time_ns()
+            async for chunk in self.inner.stream(messages, **kwargs):
+                if type(chunk) is ModelResponse:
+                    u = chunk.usage
+                    CALLS.setdefault(run_id, []).append(
+                        (start, time.time_ns(), model.name, u.prompt_tokens if u else 0,
+                         u.completion_tokens if u else 0))
+                yield chunk
+
+    return Traced()
+
+
+# -- the run door --------------------------------------------------------------------------------
+
+async def traced(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A run's event stream, read by an ``OtelSink`` as it passes. The outermost traced run of
+    a context owns the sink; runs nested in it (plan steps, agents used as tools) are traced
+    by that sink, from the ``Nested`` events or from ``AgentTool``'s report."""
+    if SINK.get() is not None:
+        async for event in stream:
+            yield event
+        return
+    from .sinks.otel import OtelSink
+
+    sink = OtelSink()
+    SINK.set(sink)
+    try:
+        async for event in stream:
+            sink(event)
+            yield event
+    finally:
+        SINK.set(None)
+        sink.close()
+
+
+def wrap_stream(stream: Any) -> Any:
+    """An agent class's (already numbered) ``stream``, traced when tracing is on: the one
+    place every run of every agent passes (``Agent.__init_subclass__``). Off, it costs one
+    call and one flag test per run."""
+    import functools
+
+    @functools.wraps(stream)
+    def maybe_traced(self: Any, task: str, *args: Any, **kwargs: Any) -> Any:
+        events = stream(self, task, *args, **kwargs)
+        return traced(events) if _ON or enabled() else events
+
+    return maybe_traced

@@ -1,0 +1,172 @@
+"""OpenTelemetry spans (GenAI conventions) from real runs on ScriptedModel, caught by the SDK's
+InMemorySpanExporter: names, parenting, token counts equal to Result.usage, parallel plan steps
+overlapping, sub-agents nested under the step or tool call that started them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from plan_scripts import plan_reply, sleep_step, sleepy_tools, step  # noqa: E402
+
+import tao  # noqa: E402
+from tao import ReActAgent, ScriptedModel, calculator, tool_call  # noqa: E402
+from tao.agents.plan import PlanExecuteAgent  # noqa: E402
+from tao.plan import agent_as_tool  # noqa: E402
+
+EXPORTER = InMemorySpanExporter()
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+
+
+@pytest.fixture
+def spans():
+    """tao.instrument() with an in-memory exporter; the finished spans, by name."""
+    tao.instrument(PROVIDER)
+    EXPORTER.clear()
+    yield lambda: list(EXPORTER.get_finished_spans())
+    tao.uninstrument()
+
+
+def named(spans, prefix):
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def parent_of(span, spans):
+    return next((s for s in spans if span.parent and s.context.span_id == span.parent.span_id), None)
+
+
+def test_a_react_run_is_one_agent_span_with_its_chats_and_tool_calls(spans):
+    model = ScriptedModel([tool_call("calculator", operation="multiply", a=3, b=12),
+                           "36"])
+    result = ReActAgent(model, [calculator]).run("3 本书每本 12 元，一共多少钱？")
+
+    got = spans()
+    [root] = named(got, "invoke_agent")
+    assert root.name == "invoke_agent react" and root.parent is None
+    assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert root.attributes["gen_ai.agent.name"] == "react"
+    assert root.attributes["gen_ai.request.model"] == "scripted"
+    chats = named(got, "chat ")
+    assert [c.name for c in chats] == ["chat scripted", "chat scripted"]
+    assert sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats) == result.usage.prompt_tokens
+    assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats) \
+        == result.usage.completion_tokens > 0
+    [tool_span] = named(got, "execute_tool")
+    assert tool_span.name == "execute_tool calculator"
+    assert tool_span.attributes["gen_ai.tool.name"] == "calculator"
+    call_id = result.messages[2].tool_calls[0].id
+    assert tool_span.attributes["gen_ai.tool.call.id"] == call_id
+    assert all(parent_of(s, got) is root for s in [*chats, tool_span])
+    assert {s.context.trace_id for s in got} == {root.context.trace_id}
+    # in order, inside the run: chat, tool, chat
+    first, second = sorted(chats, key=lambda s: s.start_time)
+    assert root.start_time <= first.end_time <= tool_span.start_time
+    assert tool_span.end_time <= second.start_time <= root.end_time
+    assert root.attributes["tao.run.id"] and root.attributes["tao.run.status"] == "done"
+
+
+def test_a_failing_tool_call_is_an_error_span(spans):
+    model = ScriptedModel([tool_call("calculator", operation="divide", a=1, b=0), "no"])
+    ReActAgent(model, [calculator]).run("1/0")
+    [span] = named(spans(), "execute_tool")
+    assert span.status.status_code.name == "ERROR"
+    assert span.attributes["error.type"] == "tool_error"
+
+
+def test_parallel_plan_steps_are_children_that_overlap(spans):
+    plan = {"steps": [sleep_step(1, "wait", 0.2), sleep_step(2, "wait", 0.2),
+                      sleep_step(3, "wait", 0.05, 1, 2)], "answer": "$step3"}
+    result = PlanExecuteAgent(ScriptedModel([plan_reply(plan)]), sleepy_tools()).run("sleep")
+    assert result.ok
+
+    got = spans()
+    [root] = named(got, "invoke_agent")
+    assert root.name == "invoke_agent plan-execute" or root.name.startswith("invoke_agent plan")
+    steps = {s.attributes["tao.plan.step.id"]: s for s in named(got, "execute_tool wait")}
+    assert set(steps) == {"step1", "step2", "step3"}
+    assert all(parent_of(s, got) is root for s in steps.values())
+    s1, s2, s3 = steps["step1"], steps["step2"], steps["step3"]
+    assert s1.start_time < s2.end_time and s2.start_time < s1.end_time  # ran at once
+    assert s3.start_time >= max(s1.end_time, s2.end_time)  # waited for both
+    assert (s1.end_time - s1.start_time) / 1e9 >= 0.19
+    [chat] = named(got, "chat")  # the planner's one call
+    assert chat.attributes["gen_ai.usage.input_tokens"] == result.usage.prompt_tokens
+
+
+def test_a_step_agent_runs_nested_under_its_step(spans):
+    plan = {"steps": [
+        step(1, "multiply", 3, 12, description="books"),
+        {"id": "step2", "description": "what is left", "depends_on": ["step1"],
+         "instruction": "Xiao Ming had 50 yuan and spent $step1; how much is left?"},
+    ], "answer": "He has $step2 left"}
+    worker = ReActAgent(ScriptedModel([tool_call("calculator", operation="subtract", a=50, b=36),
+                                       "14 yuan"]), [calculator])
+    agent = PlanExecuteAgent(ScriptedModel([plan_reply(plan)]), [calculator], step_agent=worker)
+    result = agent.run("Xiao Ming has 50 yuan ...")
+    assert result.answer == "He has 14 yuan left"
+
+    got = spans()
+    outer, inner = sorted(named(got, "invoke_agent"), key=lambda s: s.start_time)
+    assert inner.name == "invoke_agent react"
+    step_span = parent_of(inner, got)
+    assert step_span.name == "plan_step step2" and parent_of(step_span, got) is outer
+    assert outer.start_time <= step_span.start_time <= inner.start_time
+    assert inner.end_time <= step_span.end_time <= outer.end_time
+    [sub_tool] = [s for s in named(got, "execute_tool calculator") if parent_of(s, got) is inner]
+    assert sub_tool.attributes["gen_ai.tool.call.id"]
+    # every model call of the run and its sub-agent: the run's own count, no more, no less
+    chats = named(got, "chat")
+    assert len(chats) == 3
+    assert sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats) == result.usage.prompt_tokens
+    assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats) \
+        == result.usage.completion_tokens
+    assert [parent_of(c, got) for c in chats].count(inner) == 2
+
+
+def test_an_agent_used_as_a_tool_runs_nested_under_that_tool_call(spans):
+    helper = ReActAgent(ScriptedModel([tool_call("calculator", operation="add", a=2, b=2), "4"]),
+                        [calculator])
+    boss = ReActAgent(ScriptedModel([tool_call("helper", task="add 2 and 2"), "it is 4"]),
+                      [agent_as_tool(helper, "helper", "Adds numbers")])
+    result = boss.run("what is 2+2?")
+    assert result.answer == "it is 4"
+
+    got = spans()
+    [call] = named(got, "execute_tool helper")
+    [inner] = [s for s in named(got, "invoke_agent") if parent_of(s, got) is call]
+    assert parent_of(call, got).name == "invoke_agent react" and parent_of(call, got) is not inner
+    assert call.start_time <= inner.start_time <= inner.end_time <= call.end_time
+    assert [s.name for s in got if parent_of(s, got) is inner].count("chat scripted") == 2
+    assert len(named(got, "execute_tool calculator")) == 1
+
+
+def test_runs_stop_being_traced_after_uninstrument(spans):
+    tao.uninstrument()
+    ReActAgent(ScriptedModel(["hi"])).run("hello")
+    assert spans() == []
+
+
+def test_import_tao_loads_no_opentelemetry_and_no_tracing_sends_nothing():
+    code = ("import sys, tao; from tao import ReActAgent, ScriptedModel;"
+            "ReActAgent(ScriptedModel(['hi'])).run('hello');"
+            "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "TAO_TRACING": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    # on, without any OTEL_* exporter: the API's no-op tracer, the SDK never loaded
+    code = code.replace("import sys, tao;", "import sys, tao; tao.instrument();")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    loaded = eval(out.stdout)
+    assert "opentelemetry.trace" in loaded and not any(m.startswith("opentelemetry.sdk")
+                                                       or "exporter" in m for m in loaded)
