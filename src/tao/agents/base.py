@@ -122,10 +122,11 @@ class Agent:
     def stream(self, task: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    async def arun(self, task: str, sinks: Iterable[Sink] = ()) -> Result:
+    async def arun(self, task: str, sinks: Iterable[Sink] = (), *,
+                   run_id: str | None = None) -> Result:
         sinks = list(sinks)
         result = None
-        async for event in self.stream(task):
+        async for event in (self.stream(task, run_id=run_id) if run_id else self.stream(task)):
             for sink in sinks:
                 sink(event)
             if type(event) is RunFinished:
@@ -134,19 +135,20 @@ class Agent:
             raise RuntimeError(f"{type(self).__name__}.stream() ended without RunFinished")
         return result
 
-    def run(self, task: str, sinks: Iterable[Sink] = ()) -> Result:
-        """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread."""
+    def run(self, task: str, sinks: Iterable[Sink] = (), *, run_id: str | None = None) -> Result:
+        """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread.
+        ``run_id``: continue that journaled run (what ``resume`` does)."""
         import asyncio  # here, not at import: `import tao` stays cheap
 
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, sinks))
+            return asyncio.run(self.arun(task, sinks, run_id=run_id))
         box: list[Any] = []
 
         def target() -> None:
             try:
-                box.append(asyncio.run(self.arun(task, sinks)))
+                box.append(asyncio.run(self.arun(task, sinks, run_id=run_id)))
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
                 box.append(e)
 
@@ -156,3 +158,26 @@ class Agent:
         if isinstance(box[0], BaseException):
             raise box[0]
         return box[0]
+
+    def _journaled(self, run_id: str) -> tuple[str, str]:
+        from ..runs.journal import Journal
+
+        guard = getattr(self, "guard", None)
+        journal = getattr(guard, "journal", None)
+        if journal is None:
+            raise ValueError(f"{type(self).__name__} has no journal to resume {run_id!r} from: "
+                             "make it with journal=PATH (or journal=True for the default one)")
+        assert isinstance(journal, Journal)
+        row = journal.find(run_id)
+        return row["run_id"], row["task"]
+
+    def resume(self, run_id: str, sinks: Iterable[Sink] = ()) -> Result:
+        """Continue journaled run ``run_id`` (a unique prefix will do) after a crash: the same
+        run again, its model outputs and tool results served from the journal as far as it
+        got, then live (see ``tao.runs.resume``). The agent must be built as it was."""
+        rid, task = self._journaled(run_id)
+        return self.run(task, sinks, run_id=rid)
+
+    async def aresume(self, run_id: str, sinks: Iterable[Sink] = ()) -> Result:
+        rid, task = self._journaled(run_id)
+        return await self.arun(task, sinks, run_id=rid)

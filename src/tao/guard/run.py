@@ -27,7 +27,7 @@ from .policy import Policy, digest
 
 KEYS = ("allow", "deny", "require_approval", "high_risk", "untrusted", "approve", "audit",
         "audit_fsync", "secret", "max_tokens", "max_cost", "max_seconds", "max_tool_calls",
-        "max_repeats", "prices")
+        "max_repeats", "prices", "journal", "journal_fsync")
 
 
 class Guard:
@@ -41,7 +41,7 @@ class Guard:
                  audit_fsync: bool = True, secret: Iterable[str] = (), max_tokens: int | None = None,
                  max_cost: float | None = None, max_seconds: float | None = None,
                  max_tool_calls: int | None = None, max_repeats: int | None = None,
-                 prices: Any = None):
+                 prices: Any = None, journal: Any = None, journal_fsync: bool = True):
         self.policy = Policy(allow, deny, require_approval, high_risk, untrusted)
         self.budget = Budget(max_tokens, max_cost, max_seconds, max_tool_calls, max_repeats, prices)
         if approve is not None and not (callable(approve) or hasattr(approve, "decide")):
@@ -54,6 +54,9 @@ class Guard:
 
             self.audit = audit if isinstance(audit, AuditLog) else AuditLog(
                 None if audit is True else audit, fsync=audit_fsync, secret=self.secret).check()
+        from ..runs.resume import open_journal  # journal=: the run journal (tao.runs)
+
+        self.journal = open_journal(journal, journal_fsync)
 
     def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any]) -> Run:
         """The run's guard state. A run started inside another's tool call or plan step (a
@@ -90,6 +93,11 @@ class Run:
         self.approve = guard.approve if guard.approve is not None or not self.parent \
             else self.parent.approve
         self.audit_log = guard.audit or (self.parent.audit_log if self.parent else None)
+        #: the run journal (``tao.runs``): a sub-agent's calls are journaled in its parent's run
+        self.journal = self.parent.journal if self.parent and self.parent.journal else (
+            guard.journal.start(self.id, agent, model, task) if guard.journal else None)
+        self._journal_own = self.journal is not None and not (self.parent and self.parent.journal)
+        self.active = self.active or self.journal is not None
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
         self.meter = Meter(b, self.t, self.id, self.parent.meter if self.parent else None)
         self.tainted = False
@@ -110,6 +118,10 @@ class Run:
     # -- the model door (budgets: ``budget.Meter``) --------------------------------------------
     def wrap(self, model: Any) -> Any:
         self.meter.check_prices(model.name)  # no price for max_cost: said before any call
+        if self.journal is not None:
+            from ..runs.resume import Journaled
+
+            model = Journaled(model, self.journal)
         model = Metered(model, self.meter) if self.meter.meters else model
         from .. import tracing  # each call's times and usage, for the run's chat spans
 
@@ -155,7 +167,14 @@ class Run:
             raise
 
     def verdict(self, call: ToolCall, tool: Any) -> tuple[str, str]:
-        """The policy's word on ``call``, the strictest of this run's and its parents'."""
+        """The policy's word on ``call``, the strictest of this run's and its parents'; for a
+        call the journal has the result of, "run" (decided the first time)."""
+        if self.journal is not None:
+            from ..runs.resume import verdict
+
+            said = verdict(self.journal, call, tool)
+            if said is not None:
+                return (said, "why_resumed")
         verdict, why = self.policy.check(call.name, tool, call.arguments, self.tainted)
         if self.parent is not None and verdict != "denied" and verdict != "not_allowed":
             above = self.parent.verdict(call, tool)
@@ -192,12 +211,23 @@ class Run:
         sealed = digest(admitted.name, admitted.arguments) if isinstance(admitted, ToolCall) else ""
         self._admitted[call.id] = (admitted, sealed)
 
-    def enter(self) -> Token[Run | None]:
-        """This run is the current one while a tool call of it runs (``leave`` after)."""
-        return CURRENT.set(self)
+    def enter(self, pending: Any = None) -> Any:
+        """This run is the current one while a tool call of it runs (``leave`` after); a
+        journaled call's idempotency key (``tao.runs.idempotency_key()``) is set with it."""
+        if pending is None:
+            return CURRENT.set(self)
+        from ..runs import IDEMPOTENCY_KEY
 
-    def leave(self, token: Token[Run | None]) -> None:
-        CURRENT.reset(token)
+        return CURRENT.set(self), IDEMPOTENCY_KEY.set(pending.idempotency_key)
+
+    def leave(self, token: Any) -> None:
+        if type(token) is tuple:
+            from ..runs import IDEMPOTENCY_KEY
+
+            CURRENT.reset(token[0])
+            IDEMPOTENCY_KEY.reset(token[1])
+        else:
+            CURRENT.reset(token)
 
     def shown(self, call: ToolCall) -> ToolCall:
         """The call as it will run (edited arguments), for its ``Action``."""
@@ -318,4 +348,6 @@ class Run:
             result.status, result.error = "budget", self.meter.stopped
         self._audit({"kind": "run.end", "status": result.status, "turns": result.turns,
                      "tool_calls": result.tool_calls, "error": result.error})
+        if self._journal_own:
+            self.journal.finish(result.status)
         return result

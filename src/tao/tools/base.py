@@ -54,7 +54,9 @@ class Tool:
     ``high_risk`` (needs approval once untrusted content was read in the run),
     ``untrusted_output`` (its output is fenced as data and taints the run: ``True`` or a
     predicate on the arguments, e.g. only the files the agent did not write) and ``secret``
-    (argument names whose values never reach the audit log).
+    (argument names whose values never reach the audit log). The run journal (``tao.runs``)
+    reads ``side_effects`` (``False``: safe to run again after a crash) and ``idempotent``
+    (it dedupes by ``tao.runs.idempotency_key()``, so a resumed run may call it again).
     """
 
     name: str = ""
@@ -65,6 +67,8 @@ class Tool:
     high_risk: bool = False
     untrusted_output: bool | Callable[[dict[str, Any]], bool] = False
     secret: tuple[str, ...] = ()
+    side_effects: bool = True
+    idempotent: bool = False
 
     def run(self, **kwargs: Any) -> Any:  # pragma: no cover - subclasses override
         raise NotImplementedError(f"tool {self.name!r} does not implement run()")
@@ -180,12 +184,19 @@ class Toolbox:
         if run is None:
             return await self._execute(call, in_thread)
         t = self._tools.get(call.name)
+        journal = getattr(run, "journal", None)  # the run journal (tao.runs): its result served
+        if journal is not None:
+            from ..runs import resume as _journal
+
+            if (done := _journal.door_replayed(journal, call, run)) is not None:
+                return done
         if t is not None and not call.parse_error:
             admitted = await run.admit(call, t)
             if isinstance(admitted, ToolResult):
                 return admitted
             call = admitted
-        token = run.enter()  # a sub-agent this tool starts runs under this run's guard
+        pending = _journal.door_started(journal, call) if journal is not None else None
+        token = run.enter(pending)  # a sub-agent this tool starts runs under this run's guard
         try:  # with a wall-clock budget: in a thread, so that the clock can stop waiting for it
             import asyncio
 
@@ -194,7 +205,10 @@ class Toolbox:
                             else self._execute(call, in_thread))
         finally:
             run.leave(token)
-        return run.after(call, t, result)
+        result = run.after(call, t, result)
+        if pending is not None:
+            _journal.door_finished(journal, pending, result, run)
+        return result
 
     async def _execute(self, call: ToolCall, in_thread: bool) -> ToolResult:
         start = time.perf_counter()

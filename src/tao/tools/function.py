@@ -10,7 +10,8 @@ from typing import Any
 from .base import Tool
 
 #: the guardrails' marks a tool may carry (``tao.guard``); see ``Tool``
-_MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret")
+_MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret", "side_effects",
+          "idempotent")  # the last two: the run journal's (tao.runs)
 
 
 class FunctionTool(Tool):

@@ -1,0 +1,117 @@
+"""Continuing a run from its journal, at the two doors: ``Journaled`` wraps the run's model (a
+journaled response is served, a new one written before the loop sees it) and ``door_*`` are
+what ``Toolbox.execute`` asks before and after a call. A resumed run is the same run again -
+same id, same task - whose model calls and tool calls the journal answers for as far as the
+crashed run got; from there on it runs live.
+
+A call whose start was journaled but not its result (the run died while it ran) is:
+re-run, when its tool has no side effects (``@tool(side_effects=False)``); re-run with the same
+idempotency key the first attempt had (``tao.runs.idempotency_key()``), when the tool says it
+honours one (``@tool(idempotent=True)``); else a question for the run's approver (``approve=``
+or the terminal; with neither, it is not run and the model is told).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..messages import Message, Usage
+from ..models.base import Model, ModelResponse
+from .journal import Journal, Pending, RunJournal, model_key
+
+
+def open_journal(value: Any, fsync: bool = True) -> Journal | None:
+    """An agent's ``journal=``: a path, ``True`` for the default file, a ``Journal``, or
+    None/False for none. ``TAO_JOURNAL`` (a path, or 1 for the default) turns it on for
+    agents that did not say."""
+    if value is None:
+        env = os.environ.get("TAO_JOURNAL", "")
+        value = None if env in ("", "0") else (True if env == "1" else env)
+    if value is None or value is False:
+        return None
+    if isinstance(value, Journal):
+        return value
+    if value is True:
+        return Journal(None, fsync=fsync).check()
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"journal= takes a path, True or a Journal, not {value!r}")
+    return Journal(value, fsync=fsync).check()
+
+
+class Journaled(Model):
+    """The run's model with its journal: each response is written before the loop reads it;
+    on a resumed run, a call the journal answered already is served from it, not made."""
+
+    def __init__(self, model: Model, journal: RunJournal):
+        self.inner, self.journal = model, journal
+        self.name, self.supports_grammar = model.name, model.supports_grammar
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        key = model_key(messages)
+        done = self.journal.replayed_model(key)
+        if done is not None:
+            message = Message.from_dict(done["message"])
+            if message.content:
+                yield message.content
+            yield ModelResponse(message, Usage.from_dict(done.get("usage") or {}),
+                                done.get("finish_reason"))
+            return
+        chunks = self.inner.stream(messages, **kwargs).__aiter__()
+        try:
+            async for chunk in chunks:
+                if type(chunk) is ModelResponse:
+                    self.journal.record_model(key, {"message": chunk.message.to_dict(),
+                                                    "usage": chunk.usage.to_dict(),
+                                                    "finish_reason": chunk.finish_reason})
+                yield chunk
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+# -- the tool door (``Toolbox.execute`` and the guard's ``Run.verdict``) -------------------------
+def verdict(journal: RunJournal, call: Any, tool: Any) -> str | None:
+    """"run" for a call the journal has the result of (decided and approved the first time:
+    not asked again), "ask" for one that may have had its effect, None for the policy to say."""
+    state = journal.peek(call.name, call.arguments)
+    if state == "done":
+        return "run"
+    if state == "started" and tool is not None and getattr(tool, "side_effects", True) \
+            and not getattr(tool, "idempotent", False):
+        return "ask"
+    return None
+
+
+def door_replayed(journal: RunJournal, call: Any, run: Any) -> Any:
+    """The journaled ``ToolResult`` of ``call``, or None: it must run."""
+    done = journal.replayed_tool(call.name, call.arguments)
+    if done is None:
+        return None
+    from ..tools.base import ToolResult
+
+    if done.get("tainted"):  # what it read was untrusted: the resumed run is tainted as before
+        r = run
+        while r is not None:
+            r.tainted, r = True, r.parent
+    return ToolResult(done["content"], done["is_error"], done.get("duration_s", 0.0),
+                      done.get("value"), done.get("retryable", True))
+
+
+def door_started(journal: RunJournal, call: Any) -> Pending:
+    return journal.started(call.name, call.arguments)
+
+
+def door_finished(journal: RunJournal, pending: Pending, result: Any, run: Any) -> None:
+    journal.finished(pending, result, bool(getattr(run, "tainted", False)))
+
+
+def task_of(journal: Journal, run_id: str) -> tuple[str, dict[str, Any]]:
+    """The full id and the run's row (task, agent, status...) for ``resume``."""
+    row = journal.find(run_id)
+    return row["run_id"], row
