@@ -170,3 +170,40 @@ def test_import_tao_loads_no_opentelemetry_and_no_tracing_sends_nothing():
     loaded = eval(out.stdout)
     assert "opentelemetry.trace" in loaded and not any(m.startswith("opentelemetry.sdk")
                                                        or "exporter" in m for m in loaded)
+
+
+def test_a_codeact_code_block_is_a_python_tool_span(spans):
+    from tao.agents.codeact import CodeActAgent
+
+    model = ScriptedModel(["```python\nprint(6 * 7)\n```", "42", ])
+    result = CodeActAgent(model).run("6 times 7?")
+    assert result.answer == "42"
+    got = spans()
+    [code] = named(got, "execute_tool python")
+    [root] = named(got, "invoke_agent")
+    assert root.name == "invoke_agent codeact" and parent_of(code, got) is root
+    assert code.attributes["gen_ai.tool.call.id"] == "turn1.1"
+    assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in named(got, "chat")) \
+        == result.usage.completion_tokens
+
+
+def test_a_recorded_trace_becomes_the_same_spans_afterwards(tmp_path):
+    # an OtelSink is a sink like any other: a JSONL trace read back gives the tree again, at
+    # the times the run had (no model door then: chat spans without token counts)
+    from tao.sinks import JsonlTrace, read_trace
+    from tao.sinks.otel import OtelSink
+
+    model = ScriptedModel([tool_call("calculator", operation="add", a=1, b=2), "3"])
+    with JsonlTrace(tmp_path / "run.jsonl") as trace:
+        ReActAgent(model, [calculator]).run("1+2?", sinks=[trace])
+    EXPORTER.clear()
+    sink = OtelSink(PROVIDER.get_tracer("replay"))
+    events = read_trace(tmp_path / "run.jsonl")
+    for event in events:
+        sink(event)
+    got = list(EXPORTER.get_finished_spans())
+    assert sorted(s.name for s in got) == ["chat scripted", "chat scripted",
+                                           "execute_tool calculator", "invoke_agent react"]
+    [root] = named(got, "invoke_agent")
+    assert root.start_time == int(events[0].ts * 1e9) and root.end_time == int(events[-1].ts * 1e9)
+    assert "gen_ai.usage.input_tokens" not in named(got, "chat")[0].attributes

@@ -59,10 +59,16 @@ def uninstrument() -> None:
 
 def enabled() -> bool:
     """Whether runs are traced: after ``instrument()``, or when ``TAO_TRACING=1`` (which
-    instruments on the first run)."""
-    if not _ON and os.environ.get("TAO_TRACING", "").strip().lower() in ("1", "true", "yes", "on"):
+    instruments on the first run) - and some tracer provider is set, for with none (no
+    exporter configured) a span would go nowhere, so none is made: tracing on costs nothing
+    until there is somewhere to send it."""
+    if not _ON:
+        if os.environ.get("TAO_TRACING", "").strip().lower() not in ("1", "true", "yes", "on"):
+            return False
         instrument()
-    return _ON
+    from opentelemetry import trace
+
+    return not _is_default(trace.get_tracer_provider())
 
 
 def shutdown() -> None:
@@ -167,12 +173,12 @@ async def traced(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
 def wrap_stream(stream: Any) -> Any:
     """An agent class's (already numbered) ``stream``, traced when tracing is on: the one
     place every run of every agent passes (``Agent.__init_subclass__``). Off, it costs one
-    call and one flag test per run."""
+    call and one look at the environment per run."""
     import functools
 
     @functools.wraps(stream)
     def maybe_traced(self: Any, task: str, *args: Any, **kwargs: Any) -> Any:
         events = stream(self, task, *args, **kwargs)
-        return traced(events) if _ON or enabled() else events
+        return traced(events) if enabled() else events
 
     return maybe_traced

@@ -3,6 +3,7 @@
     invoke_agent {agent}            one per run (a plan's step agents and agents used as tools
       chat {model}                  nested under the step or tool call that started them)
       execute_tool {tool}           one per tool call, and one per plan step that calls a tool
+      execute_tool python           one per code block CodeAct runs
       plan_step {id}                a plan step run by the step agent
         invoke_agent {agent}
 
@@ -22,8 +23,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..events import (Action, Event, Nested, Observation, RunFinished, RunStarted, StepFailed,
-                      StepFinished, StepRetried, StepStarted, TokenDelta, ModelRetry, TurnStarted)
+from ..events import (Action, CodeExecution, Event, ExecutionFinished, ModelRetry, Nested,
+                      Observation, RunFinished, RunStarted, StepFailed, StepFinished, StepRetried,
+                      StepStarted, TokenDelta, TurnStarted)
 
 _QUIET = (TokenDelta, ModelRetry)  # a model call is still streaming
 
@@ -106,6 +108,19 @@ class OtelSink:
             if span is not None:
                 if event.is_error:
                     self._error(span, "tool_error", event.content)
+                span.end(end_time=at)
+        elif kind is CodeExecution:  # CodeAct's code block: the run's one tool, its sandbox
+            run.tools[f"code:{event.turn}"] = self._span(
+                "execute_tool python", run.ctx, at, kind_="INTERNAL",
+                attrs={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "python",
+                       "gen_ai.tool.call.id": f"turn{event.turn}.{event.index}",
+                       "gen_ai.tool.type": "extension"})
+        elif kind is ExecutionFinished:
+            span = run.tools.pop(f"code:{event.turn}", None)
+            if span is not None:
+                if event.error or event.killed_reason:
+                    self._error(span, event.killed_reason or "python_error",
+                                event.error or event.killed_reason or "")
                 span.end(end_time=at)
         elif kind is StepStarted:
             self._start_step(run, event, at)
