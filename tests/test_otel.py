@@ -207,3 +207,21 @@ def test_a_recorded_trace_becomes_the_same_spans_afterwards(tmp_path):
     [root] = named(got, "invoke_agent")
     assert root.start_time == int(events[0].ts * 1e9) and root.end_time == int(events[-1].ts * 1e9)
     assert "gen_ai.usage.input_tokens" not in named(got, "chat")[0].attributes
+
+
+def test_an_agent_a_tool_function_runs_itself_is_nested_under_that_call(spans):
+    helper = ReActAgent(ScriptedModel(["4"]))
+
+    @tao.tool
+    async def ask_helper(question: str) -> str:
+        """Ask the helper agent."""
+        return (await helper.arun(question)).answer
+
+    boss = ReActAgent(ScriptedModel([tool_call("ask_helper", question="2+2?"), "it is 4"]),
+                      [ask_helper])
+    assert boss.run("what is 2+2?").answer == "it is 4"
+    got = spans()
+    [call] = named(got, "execute_tool ask_helper")
+    [inner] = [s for s in named(got, "invoke_agent") if parent_of(s, got) is call]
+    assert [s.name for s in got if parent_of(s, got) is inner] == ["chat scripted"]
+    assert call.start_time <= inner.start_time <= inner.end_time <= call.end_time

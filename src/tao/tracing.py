@@ -152,9 +152,12 @@ def traced_model(model: Any, run_id: str) -> Any:
 async def traced(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """A run's event stream, read by an ``OtelSink`` as it passes. The outermost traced run of
     a context owns the sink; runs nested in it (plan steps, agents used as tools) are traced
-    by that sink, from the ``Nested`` events or from ``AgentTool``'s report."""
-    if SINK.get() is not None:
+    by that sink, from the ``Nested`` events, ``AgentTool``'s report or (an agent a tool
+    function runs itself) what it hands the sink directly."""
+    outer = SINK.get()
+    if outer is not None:  # a run inside a traced one: its sink sees to it
         async for event in stream:
+            outer.direct(event)
             yield event
         return
     from .sinks.otel import OtelSink

@@ -59,6 +59,10 @@ class OtelSink:
         self.context = context if context is not None else otel_context.get_current()
         self.runs: dict[str, _Run] = {}
         self._claimed: set[int] = set()  # tool spans an AgentTool's run was nested under
+        self._carried: set[str] = set()  # sub-runs whose events came nested or forwarded
+        self._direct: dict[str, list[Event]] = {}  # sub-runs' events as they ran, meanwhile
+        self._done: list[tuple[int, int, Any]] = []  # ended tool and step spans: start, end
+        self._root: Any = None
 
     def __call__(self, event: Event) -> None:
         self._on("", event, None)
@@ -69,11 +73,40 @@ class OtelSink:
         parent = None
         if type(event) is RunStarted:
             parent = self._open_tool(tool)
+        self._carry(event)
         self._on(f"tool:{getattr(event, 'run_id', None) or key}", event, parent)
+
+    def direct(self, event: Event) -> None:
+        """An event of a run started inside this one, as it leaves that run (``tracing``): kept
+        until the run turns out to be carried (a plan step's, an ``AgentTool``'s), or else -
+        an agent a tool function ran itself - traced at ``close`` under the tool call or step
+        it ran in (by time), so that no run in the tree goes missing."""
+        rid = getattr(event, "run_id", None)
+        if rid is not None and rid not in self._carried:
+            self._direct.setdefault(rid, []).append(event)
+
+    def _carry(self, event: Event) -> None:
+        rid = getattr(event, "run_id", None)
+        if rid is not None and rid not in self._carried:
+            self._carried.add(rid)
+            self._direct.pop(rid, None)
 
     def close(self) -> None:
         """End what a run that stopped early left open (the consumer broke off)."""
         now = time.time_ns()
+        for run in list(self.runs.values()):
+            self._end_run(run, now)
+        self.runs.clear()
+        orphans = sorted((events for rid, events in list(self._direct.items())
+                          if rid not in self._carried and events), key=lambda es: _ns(es[0]))
+        self._direct.clear()
+        for events in orphans:  # in the order they started: one may have run inside another
+            start = _ns(events[0])
+            inside = [d for d in self._done if d[0] <= start <= d[1]]
+            parent = (self._trace.set_span_in_context(max(inside, key=lambda d: d[0])[2])
+                      if inside else self._root)
+            for event in events:
+                self._on(f"direct:{events[0].run_id}", event, parent)
         for run in list(self.runs.values()):
             self._end_run(run, now)
         self.runs.clear()
@@ -108,7 +141,7 @@ class OtelSink:
             if span is not None:
                 if event.is_error:
                     self._error(span, "tool_error", event.content)
-                span.end(end_time=at)
+                self._end(span, at)
         elif kind is CodeExecution:  # CodeAct's code block: the run's one tool, its sandbox
             run.tools[f"code:{event.turn}"] = self._span(
                 "execute_tool python", run.ctx, at, kind_="INTERNAL",
@@ -121,7 +154,7 @@ class OtelSink:
                 if event.error or event.killed_reason:
                     self._error(span, event.killed_reason or "python_error",
                                 event.error or event.killed_reason or "")
-                span.end(end_time=at)
+                self._end(span, at)
         elif kind is StepStarted:
             self._start_step(run, event, at)
         elif kind is StepFinished or kind is StepFailed or kind is StepRetried:
@@ -129,7 +162,7 @@ class OtelSink:
             if span is not None:
                 if kind is not StepFinished:
                     self._error(span, "step_failed", event.error)
-                span.end(end_time=at)
+                self._end(span, at)
         elif kind is RunFinished:
             self._finish_run(key, run, event, at)
 
@@ -141,6 +174,7 @@ class OtelSink:
         outer = "/".join([key, *above]) if above else key
         inner = f"{key}/{event.step_id}"
         parent = None
+        self._carry(event.event)
         if type(event.event) is RunStarted:
             up = self.runs.get(outer)
             if up is not None:
@@ -152,6 +186,12 @@ class OtelSink:
     def _span(self, name: str, ctx: Any, start: int, kind_: str, attrs: dict[str, Any]) -> Any:
         return self.tracer.start_span(name, context=ctx, kind=getattr(self._trace.SpanKind, kind_),
                                       start_time=start, attributes=attrs)
+
+    def _end(self, span: Any, at: int) -> None:
+        start = getattr(span, "start_time", None)  # a recording span's (the no-op has none)
+        if start is not None:
+            self._done.append((start, at, span))
+        span.end(end_time=at)
 
     def _error(self, span: Any, type_: str, text: str) -> None:
         span.set_attribute("error.type", type_)
@@ -170,7 +210,9 @@ class OtelSink:
             self._end_run(old, at)
         span = self._span(f"invoke_agent {event.agent}", parent if parent is not None
                           else self.context, at, "INTERNAL", attrs)
-        self.runs[key] = _Run(span, self._trace.set_span_in_context(span), run_id, event.model)
+        self.runs[key] = run = _Run(span, self._trace.set_span_in_context(span), run_id, event.model)
+        if key == "":
+            self._root = run.ctx
 
     def _start_step(self, run: _Run, event: StepStarted, at: int) -> None:
         attrs: dict[str, Any] = {"tao.plan.step.id": event.step_id,
