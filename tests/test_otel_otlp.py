@@ -59,20 +59,22 @@ def receiver():
     r.server.shutdown()
 
 
-def tao_run(tmp_path, env):
+def tao_run(tmp_path, env, *flags):
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT, ensure_ascii=False), encoding="utf-8")
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TAO_TRACING"))}
     out = subprocess.run([sys.executable, str(SCRIPTED), str(script), "run", "15 乘以 27 是多少？",
-                          "--json", "--no-audit"], capture_output=True, text=True, timeout=120,
+                          "--json", "--no-audit", *flags], capture_output=True, text=True, timeout=120,
                          env={**clean, **env})
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
-def test_tao_run_exports_its_spans_over_otlp_http(tmp_path, receiver):
-    result = tao_run(tmp_path, {"TAO_TRACING": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,
-                                "OTEL_SERVICE_NAME": "tao-test"})
+@pytest.mark.parametrize("how", ["TAO_TRACING=1", "--otel"])
+def test_tao_run_exports_its_spans_over_otlp_http(tmp_path, receiver, how):
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "tao-test"}
+    result = tao_run(tmp_path, {**env, "TAO_TRACING": "1"} if how == "TAO_TRACING=1" else env,
+                     *([how] if how == "--otel" else []))
     assert result["answer"] == "15 × 27 = 405"
 
     assert receiver.requests and all(r == ("/v1/traces", "application/x-protobuf")

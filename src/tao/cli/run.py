@@ -107,12 +107,19 @@ def run_command(
     memory: Annotated[bool, typer.Option(
         "--memory", help="Recall and keep what you say about yourself, as tao chat does "
         "(<data dir>/memory.sqlite3).")] = False,
+    otel: Annotated[bool, typer.Option(
+        "--otel", help="OpenTelemetry spans of the run, sent where the OTEL_* variables say "
+        "(e.g. OTEL_EXPORTER_OTLP_ENDPOINT); as TAO_TRACING=1.")] = False,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
     TASK may also come from stdin (-) or --task-file. A tao.toml in the working directory may set
     tools, model, agent, max_turns and timeout; options given here win."""
     task = read_task(task, task_file)
+    if otel:
+        from .. import tracing
+
+        tracing.instrument()
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
     guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
                           untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
