@@ -56,6 +56,7 @@ def test_a_react_run_is_one_agent_span_with_its_chats_and_tool_calls(spans):
     assert root.attributes["gen_ai.request.model"] == "scripted"
     chats = named(got, "chat ")
     assert [c.name for c in chats] == ["chat scripted", "chat scripted"]
+    assert {c.attributes["gen_ai.provider.name"] for c in chats} == {"tao.scripted"}
     assert sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats) == result.usage.prompt_tokens
     assert sum(c.attributes["gen_ai.usage.output_tokens"] for c in chats) \
         == result.usage.completion_tokens > 0
@@ -225,3 +226,17 @@ def test_an_agent_a_tool_function_runs_itself_is_nested_under_that_call(spans):
     [inner] = [s for s in named(got, "invoke_agent") if parent_of(s, got) is call]
     assert [s.name for s in got if parent_of(s, got) is inner] == ["chat scripted"]
     assert call.start_time <= inner.start_time <= inner.end_time <= call.end_time
+
+
+def test_reflexion_trials_are_agent_runs_under_the_reflexion_run(spans):
+    from tao.agents.reflexion import Reflexion
+
+    model = ScriptedModel(["41", "Check the product.", "42"])
+    result = Reflexion(ReActAgent(model), lambda task, r: r.answer == "42").run("What is 6 * 7?")
+    assert result.ok
+    got = spans()
+    roots = [s for s in got if s.parent is None]
+    assert [s.name for s in roots] == ["invoke_agent reflexion-react"]
+    trials = [s for s in named(got, "invoke_agent react") if parent_of(s, got) is roots[0]]
+    assert len(trials) == 2
+    assert all([parent_of(c, got) for c in named(got, "chat")].count(t) == 1 for t in trials)

@@ -28,7 +28,10 @@ _PROVIDER: Any = None  # the provider tao built, when it built one
 SINK: ContextVar[Any] = ContextVar("tao_otel_sink", default=None)
 
 #: model calls recorded at the model door, per run id, until the run's sink turns them into spans
-CALLS: dict[str, list[tuple[int, int, str, int, int]]] = {}
+CALLS: dict[str, list[tuple[int, int, str, str, int, int]]] = {}
+
+#: ``gen_ai.provider.name`` by model class: an OpenAI-compatible server is "openai" unless known
+PROVIDERS = {"OpenAIModel": "openai", "LocalModel": "llama_cpp", "ScriptedModel": "tao.scripted"}
 
 
 def instrument(tracer_provider: Any = None) -> Any:
@@ -127,6 +130,11 @@ def traced_model(model: Any, run_id: str) -> Any:
     ``run_id``'s sink (``guard.run.Run.wrap`` applies it to every agent's model)."""
     from .models.base import Model, ModelResponse
 
+    base = model
+    while "inner" in getattr(base, "__dict__", {}):  # the door's own wrappers (budget, journal)
+        base = base.__dict__["inner"]
+    provider = PROVIDERS.get(type(base).__name__, "tao")
+
     class Traced(Model):
         def __init__(self) -> None:
             self.inner, self.name, self.supports_grammar = model, model.name, model.supports_grammar
@@ -140,8 +148,8 @@ def traced_model(model: Any, run_id: str) -> Any:
                 if type(chunk) is ModelResponse:
                     u = chunk.usage
                     CALLS.setdefault(run_id, []).append(
-                        (start, time.time_ns(), model.name, u.prompt_tokens if u else 0,
-                         u.completion_tokens if u else 0))
+                        (start, time.time_ns(), model.name, provider,
+                         u.prompt_tokens if u else 0, u.completion_tokens if u else 0))
                 yield chunk
 
     return Traced()

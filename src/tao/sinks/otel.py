@@ -36,13 +36,14 @@ def _ns(event: Event) -> int:
 
 
 class _Run:
-    __slots__ = ("span", "ctx", "run_id", "model", "chat_at", "tools", "steps")
+    __slots__ = ("span", "ctx", "run_id", "model", "chat_at", "tools", "steps", "relay")
 
     def __init__(self, span: Any, ctx: Any, run_id: str | None, model: str):
         self.span, self.ctx, self.run_id, self.model = span, ctx, run_id, model
         self.chat_at: int | None = None  # a model call is under way since (ns)
         self.tools: dict[str, Any] = {}
         self.steps: dict[str, Any] = {}
+        self.relay = False  # the run passes on another run's events as its own (Reflexion)
 
 
 class OtelSink:
@@ -123,7 +124,7 @@ class OtelSink:
         run = self.runs.get(key)
         if run is None:
             return  # events of a run whose start we never saw
-        if type(event) in _QUIET:
+        if type(event) in _QUIET or run.relay and type(event) is not RunFinished:
             return
         if run.chat_at is not None:  # the first event after a model call: it has returned
             self._chats(run, run.chat_at, at)
@@ -205,6 +206,10 @@ class OtelSink:
             attrs["gen_ai.agent.id"] = attrs["tao.run.id"] = run_id
         if event.sandbox:
             attrs["tao.sandbox"] = event.sandbox
+        old = self.runs.get(key)
+        if old is not None and run_id is not None and old.run_id == run_id:
+            old.relay = True  # an inner run's start, passed on: that run is traced directly
+            return
         old = self.runs.pop(key, None)
         if old is not None:  # the same step run again (a retry): the old run is over
             self._end_run(old, at)
@@ -232,10 +237,12 @@ class OtelSink:
 
         run.chat_at = None  # one turn is one call; a sub-agent's events may come late, its calls
         calls = tracing.CALLS.get(run.run_id) if run.run_id else None  # recorded ahead of them
-        for start, end, model, n_in, n_out in [calls.pop(0) if calls
-                                                else (since, until, run.model, None, None)]:
+        for start, end, model, provider, n_in, n_out in [
+                calls.pop(0) if calls else (since, until, run.model, None, None, None)]:
             attrs: dict[str, Any] = {"gen_ai.operation.name": "chat",
                                      "gen_ai.request.model": model}
+            if provider is not None:
+                attrs["gen_ai.provider.name"] = provider
             if n_in is not None:
                 attrs["gen_ai.usage.input_tokens"] = n_in
                 attrs["gen_ai.usage.output_tokens"] = n_out
