@@ -240,3 +240,44 @@ def test_reflexion_trials_are_agent_runs_under_the_reflexion_run(spans):
     trials = [s for s in named(got, "invoke_agent react") if parent_of(s, got) is roots[0]]
     assert len(trials) == 2
     assert all([parent_of(c, got) for c in named(got, "chat")].count(t) == 1 for t in trials)
+
+
+def test_a_model_that_fails_leaves_an_error_chat_and_approvals_are_span_events(spans):
+    from tao import Model
+
+    class Down(Model):
+        name = "down"
+
+        async def stream(self, messages, **kwargs):
+            raise ConnectionError("no route to host")
+            yield  # pragma: no cover
+
+    result = ReActAgent(Down()).run("hello")
+    assert result.status == "error"
+    got = spans()
+    [chat] = named(got, "chat down")
+    assert chat.status.status_code.name == "ERROR" and chat.attributes["error.type"] == "model_error"
+    [root] = named(got, "invoke_agent")
+    assert root.status.status_code.name == "ERROR"
+
+    EXPORTER.clear()
+    model = ScriptedModel([tool_call("calculator", operation="add", a=1, b=2), "3"])
+    ReActAgent(model, [calculator], require_approval=["calculator"], approve=lambda r: True).run("1+2")
+    [root] = named(spans(), "invoke_agent")
+    marks = [(e.name, e.attributes.get("tao.verdict")) for e in root.events]
+    assert marks == [("approval_requested", None), ("approval_decided", "approved")]
+
+
+def test_tool_arguments_and_results_are_on_the_spans_only_when_asked(spans, monkeypatch):
+    def run_once():
+        EXPORTER.clear()
+        model = ScriptedModel([tool_call("calculator", operation="add", a=1, b=2), "3"])
+        ReActAgent(model, [calculator]).run("1+2")
+        [span] = named(spans(), "execute_tool")
+        return span.attributes
+
+    assert "gen_ai.tool.call.arguments" not in run_once()
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    attrs = run_once()
+    assert attrs["gen_ai.tool.call.arguments"] == '{"operation": "add", "a": 1, "b": 2}'
+    assert attrs["gen_ai.tool.call.result"] == "3"

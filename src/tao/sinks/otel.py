@@ -20,14 +20,27 @@ or, for every run of the process, ``tao.instrument()``.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
-from ..events import (Action, CodeExecution, Event, ExecutionFinished, ModelRetry, Nested,
-                      Observation, RunFinished, RunStarted, StepFailed, StepFinished, StepRetried,
-                      StepStarted, TokenDelta, TurnStarted)
+from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution, Error, Event,
+                      ExecutionFinished, ModelRetry, Nested, Observation, Replanned, RunFinished,
+                      RunStarted, StepFailed, StepFinished, StepRetried, StepSkipped, StepStarted,
+                      TokenDelta, TurnStarted)
+from ..safe_json import dumps
 
-_QUIET = (TokenDelta, ModelRetry)  # a model call is still streaming
+CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+_MARKS = {  # what the span event of these says (no model or tool text: see CAPTURE)
+    ModelRetry: lambda e: {"tao.attempt": e.attempt, "tao.reason": e.reason[:200]},
+    Error: lambda e: {"tao.recoverable": e.recoverable, "error.type": "agent_error"},
+    ApprovalRequested: lambda e: {"gen_ai.tool.name": e.tool, "gen_ai.tool.call.id": e.call_id},
+    ApprovalDecided: lambda e: {"gen_ai.tool.name": e.tool, "gen_ai.tool.call.id": e.call_id,
+                                "tao.verdict": e.verdict, "tao.by": e.by},
+    StepSkipped: lambda e: {"tao.plan.step.id": e.step_id},
+    Replanned: lambda e: {"tao.plan.replan": e.replan},
+}
 
 
 def _ns(event: Event) -> int:
@@ -49,12 +62,18 @@ class _Run:
 class OtelSink:
     """A sink turning one run's events (its sub-agents' included) into spans of ``tracer``
     (default: the global provider's). ``context``: the OpenTelemetry context the run's root
-    span is a child of (default: the current one)."""
+    span is a child of (default: the current one). ``capture``: put tool arguments and results
+    on the spans (``gen_ai.tool.call.arguments`` / ``.result``); off unless
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, as in the other GenAI
+    instrumentations - what a tool read or returned may be private."""
 
-    def __init__(self, tracer: Any = None, context: Any = None):
+    def __init__(self, tracer: Any = None, context: Any = None, *, capture: bool | None = None):
         from opentelemetry import trace
         from opentelemetry import context as otel_context
 
+        if capture is None:
+            capture = os.environ.get(CAPTURE, "").strip().lower() in ("1", "true")
+        self.capture = capture
         self._trace = trace
         self.tracer = tracer or trace.get_tracer("tao")
         self.context = context if context is not None else otel_context.get_current()
@@ -124,24 +143,32 @@ class OtelSink:
         run = self.runs.get(key)
         if run is None:
             return  # events of a run whose start we never saw
-        if type(event) in _QUIET or run.relay and type(event) is not RunFinished:
+        kind = type(event)
+        if kind is TokenDelta or run.relay and kind is not RunFinished:
+            return
+        if kind is ModelRetry:  # the call goes on
+            run.span.add_event(kind.kind, _MARKS[kind](event), timestamp=at)
             return
         if run.chat_at is not None:  # the first event after a model call: it has returned
-            self._chats(run, run.chat_at, at)
-        kind = type(event)
+            failed = kind is Error and not event.recoverable  # ...or failed, ending the run
+            self._chats(run, run.chat_at, at, event.message if failed else None)
         if kind is TurnStarted:
             run.chat_at = at
         elif kind is Action:
             call = event.call
-            run.tools[call.id] = self._span(
-                f"execute_tool {call.name}", run.ctx, at, kind_="INTERNAL",
-                attrs={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
-                       "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function"})
+            attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
+                     "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function"}
+            if self.capture:
+                attrs["gen_ai.tool.call.arguments"] = dumps(call.arguments)
+            run.tools[call.id] = self._span(f"execute_tool {call.name}", run.ctx, at,
+                                            kind_="INTERNAL", attrs=attrs)
         elif kind is Observation:
             span = run.tools.pop(event.call_id, None)
             if span is not None:
                 if event.is_error:
                     self._error(span, "tool_error", event.content)
+                if self.capture:
+                    span.set_attribute("gen_ai.tool.call.result", event.content)
                 self._end(span, at)
         elif kind is CodeExecution:  # CodeAct's code block: the run's one tool, its sandbox
             run.tools[f"code:{event.turn}"] = self._span(
@@ -166,6 +193,8 @@ class OtelSink:
                 self._end(span, at)
         elif kind is RunFinished:
             self._finish_run(key, run, event, at)
+        elif kind in _MARKS:  # moments of the run, not operations: events on its span
+            run.span.add_event(kind.kind, _MARKS[kind](event), timestamp=at)
 
     def _nested(self, key: str, event: Nested) -> None:
         """A sub-agent's event, as its parent's stream carries it: the sub-run is keyed by its
@@ -230,7 +259,7 @@ class OtelSink:
             name = f"plan_step {event.step_id}"
         run.steps[event.step_id] = self._span(name, run.ctx, at, "INTERNAL", attrs)
 
-    def _chats(self, run: _Run, since: int, until: int) -> None:
+    def _chats(self, run: _Run, since: int, until: int, failed: str | None = None) -> None:
         """The ``chat`` span(s) of the model call that just returned: as the model door
         recorded them, or (no record) from the turn's start to the first event after it."""
         from .. import tracing
@@ -246,7 +275,10 @@ class OtelSink:
             if n_in is not None:
                 attrs["gen_ai.usage.input_tokens"] = n_in
                 attrs["gen_ai.usage.output_tokens"] = n_out
-            self._span(f"chat {model}", run.ctx, start, "CLIENT", attrs).end(end_time=end)
+            span = self._span(f"chat {model}", run.ctx, start, "CLIENT", attrs)
+            if failed and n_in is None:  # no reply came: the call itself failed
+                self._error(span, "model_error", failed)
+            span.end(end_time=end)
 
     def _finish_run(self, key: str, run: _Run, event: RunFinished, at: int) -> None:
         r = event.result
