@@ -1,0 +1,70 @@
+"""Proof that a resumed run repeats no side effect: a scripted 5-tool ReAct run and a plan with
+two parallel steps are SIGKILLed right after each journal write (``TAO_TEST_KILL_AT``), some
+twice (the resume killed too), and resumed: every effect counter ends at exactly 1 and the
+answer is the uninterrupted run's. Each killed process is forked from a clean process that has
+tao loaded (``resume_scripts.serve``), so 100+ kills take seconds, not minutes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import resume_scripts
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc = subprocess.Popen([sys.executable, "-c", "import resume_scripts; resume_scripts.serve()"],
+                            cwd=Path(__file__).parent, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    yield proc
+    proc.stdin.close()
+    proc.wait(30)
+
+
+def killer(server):
+    def kill(kind, journal, effects, n):
+        server.stdin.write(f"{kind}\t{journal}\t{effects}\t{n}\n")
+        server.stdin.flush()
+        return server.stdout.readline().strip() == "killed"
+    return kill
+
+
+def counters(effects):
+    return {p.stem: json.loads(p.read_text())["count"] for p in sorted(effects.glob("*.json"))}
+
+
+def writes(kind, tmp_path):
+    """The uninterrupted run: its answer and how many journal writes it made."""
+    journal, effects = tmp_path / "clean.db", tmp_path / "clean"
+    effects.mkdir()
+    answer = resume_scripts.go(kind, str(journal), str(effects))
+    (run,) = resume_scripts.Journal(journal).runs()
+    n = len(resume_scripts.Journal(journal).records(run["run_id"])) + 2  # + the run's row, its end
+    return answer, n, counters(effects)
+
+
+@pytest.mark.parametrize("kind, second_kills", [("react", 5), ("plan", 6)])
+def test_killed_at_every_journal_boundary_then_resumed_pays_each_once(server, tmp_path, kind,
+                                                                    second_kills):
+    kill = killer(server)
+    answer, n, clean = writes(kind, tmp_path)
+    assert set(clean.values()) == {1} and len(clean) == (4 if kind == "react" else 2)
+    trials = [(k, None) for k in range(1, n + 1)] + \
+             [(k, m) for k in range(1, n) for m in range(1, second_kills + 1)]
+    killed = 0
+    for i, (k, m) in enumerate(trials):
+        journal, effects = tmp_path / f"{i}.db", tmp_path / f"fx{i}"
+        effects.mkdir()
+        killed += kill(kind, journal, effects, k)
+        if m is not None:  # the resume dies too, after its mth write
+            killed += kill(kind, journal, effects, m)
+        got = resume_scripts.go(kind, str(journal), str(effects))
+        assert got == answer, f"killed after write {k} (then {m}): {got!r}"
+        assert counters(effects) == clean, f"killed after write {k} (then {m})"
+        (run,) = resume_scripts.Journal(journal).runs()
+        assert run["status"] == "done"
+    assert len(trials) >= 50 and killed >= len(trials)
