@@ -81,7 +81,7 @@ class OtelSink:
         self._claimed: set[int] = set()  # tool spans an AgentTool's run was nested under
         self._carried: set[str] = set()  # sub-runs whose events came nested or forwarded
         self._direct: dict[str, list[Event]] = {}  # sub-runs' events as they ran, meanwhile
-        self._done: list[tuple[int, int, Any]] = []  # ended tool and step spans: start, end
+        self._done: list[tuple[int, int, Any]] = []  # ended tool and step spans: start, end, id
         self._root: Any = None
 
     def __call__(self, event: Event) -> None:
@@ -112,7 +112,8 @@ class OtelSink:
             self._direct.pop(rid, None)
 
     def close(self) -> None:
-        """End what a run that stopped early left open (the consumer broke off)."""
+        """End what a run that stopped early left open (the consumer broke off), and trace
+        the runs started inside this one that no stream carried (see ``direct``)."""
         now = time.time_ns()
         for run in list(self.runs.values()):
             self._end_run(run, now)
@@ -123,8 +124,8 @@ class OtelSink:
         for events in orphans:  # in the order they started: one may have run inside another
             start = _ns(events[0])
             inside = [d for d in self._done if d[0] <= start <= d[1]]
-            parent = (self._trace.set_span_in_context(max(inside, key=lambda d: d[0])[2])
-                      if inside else self._root)
+            parent = (self._trace.set_span_in_context(self._trace.NonRecordingSpan(
+                max(inside, key=lambda d: d[0])[2])) if inside else self._root)
             for event in events:
                 self._on(f"direct:{events[0].run_id}", event, parent)
         for run in list(self.runs.values()):
@@ -220,7 +221,7 @@ class OtelSink:
     def _end(self, span: Any, at: int) -> None:
         start = getattr(span, "start_time", None)  # a recording span's (the no-op has none)
         if start is not None:
-            self._done.append((start, at, span))
+            self._done.append((start, at, span.get_span_context()))
         span.end(end_time=at)
 
     def _error(self, span: Any, type_: str, text: str) -> None:
@@ -310,7 +311,8 @@ class OtelSink:
         for run in self.runs.values():
             for span in [*run.tools.values(), *run.steps.values()]:
                 name = getattr(span, "name", None) or ""
-                if name == f"execute_tool {tool}" and id(span) not in self._claimed:
-                    self._claimed.add(id(span))
+                sid = span.get_span_context().span_id
+                if name == f"execute_tool {tool}" and sid not in self._claimed:
+                    self._claimed.add(sid)
                     return self._trace.set_span_in_context(span)
         return None
