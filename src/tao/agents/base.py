@@ -90,6 +90,8 @@ def _numbered(stream: Callable[..., AsyncIterator[Event]]) -> Callable[..., Asyn
                 if token is not None:  # the run has started: its sub-agents number their own
                     NEXT_RUN_ID.reset(token)
                     token = None
+                    if NEXT_RUN_ID.get() is not None:  # an id set around the call (tao resume)
+                        NEXT_RUN_ID.set(None)
                 seq += 1
                 yield stamp(event, rid, seq, time.time())
         finally:

@@ -14,7 +14,7 @@ from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
 from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
-                     DenyOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
+                     DenyOpt, JournalOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
                      MaxTokensOpt, MaxToolCallsOpt, MaxTurnsOpt, McpOpt, ModelOpt, NoAuditOpt,
                      TaskArg, close_mcp, open_mcp, with_mcp,
                      TaskFileOpt, TimeoutOpt, ToolsOpt, UntrustedOpt, app, fail, guard_options,
@@ -110,6 +110,7 @@ def run_command(
     otel: Annotated[bool, typer.Option(
         "--otel", help="OpenTelemetry spans of the run, sent where the OTEL_* variables say "
         "(e.g. OTEL_EXPORTER_OTLP_ENDPOINT); as TAO_TRACING=1.")] = False,
+    journal: JournalOpt = None,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
@@ -125,6 +126,10 @@ def run_command(
                           untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
                           max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
                           max_tool_calls=max_tool_calls, max_repeats=max_repeats)
+    from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue it
+
+    if (journaled := journal_for(ctx, journal)) is not None:
+        guard = {**(guard or {}), "journal": journaled}
     try:
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:

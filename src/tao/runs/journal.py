@@ -65,9 +65,11 @@ class Journal:
     """``Journal(path=None, fsync=True)``: the runs of one journal file (None: the default one).
     Thread-safe: parallel plan steps run their sync tools in threads."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, fsync: bool = True):
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, fsync: bool = True,
+                 meta: dict[str, Any] | None = None):
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.fsync = fsync
+        self.meta = meta  # kept with each new run: how to start it again (tao resume)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._writes, self._kill = 0, _kill_at()
@@ -114,7 +116,8 @@ class Journal:
         now = time.time()
         if row is None:
             self._write("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?)",
-                        (run_id, agent, model, task, "running", now, now, dumps(meta or {})))
+                        (run_id, agent, model, task, "running", now, now,
+                         dumps(meta or self.meta or {})))
         else:
             self._write("UPDATE runs SET status='running', updated=? WHERE run_id=?", (now, run_id))
         return RunJournal(self, run_id, rows)
