@@ -160,3 +160,26 @@ def test_a_journal_that_cannot_be_opened_is_an_error_before_the_run(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(JournalError, match="cannot open the run journal"):
         ReActAgent(ScriptedModel([]), [], journal=str(tmp_path / "file" / "runs.db"))
+
+
+def test_a_codeact_run_journals_its_blocks_and_resumes_without_repeating_a_tool(tmp_path):
+    from tao import CodeActAgent
+
+    path = tmp_path / "runs.db"
+    fx = Effects()
+    replies = ["```python\nr = send(to='ann')\nprint(r)\n```",
+               "```python\nfinal_answer(r + ' and done')\n```"]
+
+    def pick(messages):
+        return replies["sent to ann" in messages[-1].content]
+
+    events = []
+    first = CodeActAgent(ScriptedModel([pick] * 4), fx.tools, journal=str(path)).run(
+        "tell ann", [events.append])
+    assert first.answer == "sent to ann and done"
+    kinds = [k for (k,) in records(path)]
+    assert kinds == ["model", "tool.start", "tool.result", "code", "model", "code"]
+    model = ScriptedModel([pick] * 4)
+    again = CodeActAgent(model, fx.tools, journal=str(path)).resume(events[0].run_id)
+    # the blocks run again in a fresh sandbox (their state is rebuilt); send is served
+    assert again.answer == first.answer and fx.sent == ["ann"] and model.calls == []

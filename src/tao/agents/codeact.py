@@ -178,6 +178,9 @@ class CodeActAgent(Agent):
                     outputs.append(guard.fenced(res.to_observation(), "python"))  # read untrusted: data
                     yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s,
                                             res.stderr, res.killed_reason, outputs[-1])
+                    if guard.journal is not None:  # the block and what it gave, before the next
+                        guard.journal.note("code", {"turn": turn, "index": i, "code": code,
+                                                    "ok": res.ok, "observation": outputs[-1]})
                     if res.has_final_answer:
                         answer, status = to_text(res.final_answer), "done"
                         break
