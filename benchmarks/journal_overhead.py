@@ -1,0 +1,88 @@
+"""What the run journal costs per turn: the overhead.py workload (instant ScriptedModel, add(a, b);
+a 2-turn and a 10-turn ReAct run, per added turn = (10-turn - 2-turn) / 8) with the journal off,
+on with an fsync per record (``journal=PATH``, the default: SQLite WAL, ``synchronous=FULL``),
+and on batched (``journal_fsync=False``: ``synchronous=NORMAL``, durable against a killed process,
+synced at WAL checkpoints). A turn writes three records (the model's reply, the tool's start and
+its result). Modes alternate in rounds in one process so the machine's load falls on all alike;
+the ratios are the result. The journal lives on the disk ``--dir`` names (default: a temporary
+folder in the working directory, not /tmp, which may be memory).
+
+    python benchmarks/journal_overhead.py [--runs 200] [--rounds 5] [--dir PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tao import ReActAgent, ScriptedModel, tool, tool_call
+from tao.runs import Journal
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def script(turns: int) -> list:
+    return [tool_call("add", a=i, b=1) for i in range(turns - 1)] + ["42"]
+
+
+async def bench(turns: int, runs: int, journal: Journal | None) -> list[float]:
+    times = []
+    for _ in range(runs):
+        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal)
+        t = time.perf_counter()
+        result = await agent.arun("what is 41 + 1?")
+        times.append(time.perf_counter() - t)
+        assert result.answer == "42" and result.turns == turns
+    return times
+
+
+def measure(journal: Journal | None, runs: int) -> tuple[float, float]:
+    """Median 2-turn and 10-turn run, in ms."""
+    t2 = statistics.median(asyncio.run(bench(2, runs, journal))) * 1000
+    t10 = statistics.median(asyncio.run(bench(10, runs, journal))) * 1000
+    return t2, t10
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--dir", type=Path, default=None)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir or Path.cwd(), prefix="journal-bench-") as d:
+        modes = {"off": None,
+                 "journal, fsync each record": Journal(Path(d) / "full.db", fsync=True).check(),
+                 "journal, batched (no fsync per record)": Journal(Path(d) / "batch.db",
+                                                                   fsync=False).check()}
+        for journal in modes.values():
+            measure(journal, 20)  # warm up: schemas, the SQLite files
+        results: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+        for _ in range(args.rounds):
+            for mode, journal in modes.items():
+                results[mode].append(measure(journal, args.runs))
+        for journal in modes.values():
+            if journal is not None:
+                journal.close()
+
+    def med(mode: str) -> tuple[float, float, float]:
+        t2 = statistics.median(r[0] for r in results[mode])
+        t10 = statistics.median(r[1] for r in results[mode])
+        return t2, t10, (t10 - t2) / 8
+
+    base = med("off")
+    print(f"{'mode':<42} {'2-turn ms':>10} {'10-turn ms':>11} {'per turn ms':>12} {'x off':>7}")
+    for mode in modes:
+        t2, t10, turn = med(mode)
+        print(f"{mode:<42} {t2:>10.3f} {t10:>11.3f} {turn:>12.3f} {turn / base[2]:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()
