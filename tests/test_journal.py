@@ -183,3 +183,22 @@ def test_a_codeact_run_journals_its_blocks_and_resumes_without_repeating_a_tool(
     again = CodeActAgent(model, fx.tools, journal=str(path)).resume(events[0].run_id)
     # the blocks run again in a fresh sandbox (their state is rebuilt); send is served
     assert again.answer == first.answer and fx.sent == ["ann"] and model.calls == []
+
+
+def test_a_plans_step_agent_is_journaled_in_the_plans_run_and_resumed_from_it(tmp_path):
+    path = tmp_path / "runs.db"
+    fx = Effects()
+    plan = {"steps": [{"id": "step1", "description": "tell", "instruction": "tell ann",
+                       "depends_on": []}], "answer": "$step1"}
+    step_model = by_progress([tool_call("send", to="ann"), "told ann"])
+    agent = PlanExecuteAgent(ScriptedModel([plan_reply(plan)]), fx.tools, journal=str(path),
+                             step_agent=ReActAgent(step_model, fx.tools))
+    events = []
+    first = agent.run("tell ann", [events.append])
+    assert first.answer == "told ann"
+    (run,) = Journal(path).runs()  # one run: the step agent's calls are in the plan's
+    assert [k for (k,) in records(path)].count("model") == 3
+    step_again = by_progress([tool_call("send", to="ann"), "told ann"])
+    again = PlanExecuteAgent(ScriptedModel([]), fx.tools, journal=str(path),
+                             step_agent=ReActAgent(step_again, fx.tools)).resume(run["run_id"])
+    assert again.answer == "told ann" and fx.sent == ["ann"] and step_again.calls == []
