@@ -1,9 +1,10 @@
 """What the run journal costs per turn: the overhead.py workload (instant ScriptedModel, add(a, b);
 a 2-turn and a 10-turn ReAct run, per added turn = (10-turn - 2-turn) / 8) with the journal off,
-on with an fsync per record (``journal=PATH``, the default: SQLite WAL, ``synchronous=FULL``),
-and on batched (``journal_fsync=False``: ``synchronous=NORMAL``, durable against a killed process,
-synced at WAL checkpoints). A turn writes three records (the model's reply, the tool's start and
-its result). Modes alternate in rounds in one process so the machine's load falls on all alike;
+on with fsync (``journal=PATH``, the default: SQLite WAL, each tool start fsynced before the tool
+runs - one fsync a turn - the other records committed without), and batched
+(``journal_fsync=False``: no fsync of its own, durable against a killed process, synced at WAL
+checkpoints). A turn writes three records (the model's reply, the tool's start and its result),
+each committed before the run goes on. Modes alternate in rounds in one process so the machine's load falls on all alike;
 the ratios are the result. The journal lives on the disk ``--dir`` names (default: a temporary
 folder in the working directory, not /tmp, which may be memory).
 
@@ -59,7 +60,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir or Path.cwd(), prefix="journal-bench-") as d:
         modes = {"off": None,
-                 "journal, fsync each record": Journal(Path(d) / "full.db", fsync=True).check(),
+                 "journal, fsync at each tool start": Journal(Path(d) / "full.db", fsync=True).check(),
                  "journal, batched (no fsync per record)": Journal(Path(d) / "batch.db",
                                                                    fsync=False).check()}
         for journal in modes.values():

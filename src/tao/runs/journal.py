@@ -5,9 +5,13 @@ One SQLite file in WAL mode (``runs.db`` in the user data directory, or ``journa
 every run: a ``runs`` row per run (id, agent, model, task, status) and a ``records`` row per
 model response, tool start and tool result, numbered by ``seq`` within the run. A tool's start is
 written before it runs and its result after: a start without a result is a call that may or may
-not have had its effect, which ``resume`` never repeats blindly. ``fsync=True`` (the default)
-makes every record durable against power loss (``synchronous=FULL``); ``fsync=False`` batches
-the syncs (``synchronous=NORMAL``: durable against a killed process, synced at checkpoints).
+not have had its effect, which ``resume`` never repeats blindly. Every record is committed
+before the run goes on, so a killed process loses none (the OS has them). ``fsync=True`` (the
+default) also survives power loss where it matters: a tool's start is fsynced before the tool
+runs, and with it every record before it (the WAL is one file, synced as a whole); a model reply
+or a tool result after the last start can be lost, which costs a model call again or makes the
+call "cut short" - never a repeated effect. ``fsync=False`` leaves syncing to SQLite's
+checkpoints (``synchronous=NORMAL``).
 
 Records are matched on resume by what was asked, not by position: a model response by a hash of
 the messages it answered, a tool result by the tool's name and arguments (each with its
@@ -80,7 +84,7 @@ class Journal:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
+                db.execute("PRAGMA synchronous=NORMAL")  # FULL only where it matters: _write
                 db.execute("PRAGMA busy_timeout=5000")
                 db.executescript(SCHEMA)
             except (OSError, sqlite3.Error) as e:
@@ -95,9 +99,15 @@ class Journal:
             self._conn()
         return self
 
-    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+    def _write(self, sql: str, args: tuple[Any, ...], sync: bool = False) -> None:
         with self._lock:
-            self._conn().execute(sql, args)  # autocommit: one transaction per record
+            db = self._conn()
+            if sync and self.fsync:  # this commit fsyncs the WAL, and all before it with it
+                db.execute("PRAGMA synchronous=FULL")
+                db.execute(sql, args)
+                db.execute("PRAGMA synchronous=NORMAL")
+            else:
+                db.execute(sql, args)  # autocommit: one transaction per record
             self._writes += 1
             if self._writes == self._kill:
                 import signal
@@ -210,12 +220,12 @@ class RunJournal:
             self._tools[key].append((seq, results.get(seq)))
         self._lock = threading.Lock()
 
-    def _record(self, kind: str, key: str, data: dict[str, Any]) -> int:
+    def _record(self, kind: str, key: str, data: dict[str, Any], sync: bool = False) -> int:
         with self._lock:
             self.seq += 1
             seq = self.seq
         self.journal._write("INSERT INTO records VALUES (?,?,?,?,?,?)",
-                            (self.run_id, seq, kind, key, dumps(data), time.time()))
+                            (self.run_id, seq, kind, key, dumps(data), time.time()), sync)
         return seq
 
     # -- the model door -------------------------------------------------------------------------
@@ -253,7 +263,7 @@ class RunJournal:
             queue = self._tools.get(key)
             if queue and queue[0][1] is None:
                 return Pending(queue.popleft()[0], key, self.run_id, True)
-        seq = self._record("tool.start", key, {"tool": name, "arguments": arguments})
+        seq = self._record("tool.start", key, {"tool": name, "arguments": arguments}, sync=True)
         return Pending(seq, key, self.run_id, False)
 
     def finished(self, pending: Pending, result: Any, tainted: bool = False) -> None:
@@ -268,4 +278,4 @@ class RunJournal:
 
     def finish(self, status: str) -> None:
         self.journal._write("UPDATE runs SET status=?, updated=? WHERE run_id=?",
-                            (status, time.time(), self.run_id))
+                            (status, time.time(), self.run_id), sync=True)
