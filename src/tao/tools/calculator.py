@@ -24,7 +24,7 @@ class CalculationError(ValueError):
     retryable = False
 
 
-@tool
+@tool(side_effects=False)  # pure: a resumed run simply runs it again
 def calculator(operation: Literal["add", "subtract", "multiply", "divide"], a: float, b: float) -> float:
     """四则运算计算器 / Four-operation calculator: add, subtract, multiply or divide two numbers.
 
@@ -170,7 +170,7 @@ def evaluate(expression: str) -> int | float:
     return value
 
 
-@tool
+@tool(side_effects=False)
 def calculate(expression: str) -> float:
     """计算一个算术表达式 / Evaluate an arithmetic expression, e.g. "50 - 3*12 - 2*5".
 
