@@ -95,3 +95,22 @@ def test_an_event_built_by_hand_reads_as_it_always_did():
     assert type(event_from_dict({"type": "run_finished", "seq": 9, "run_id": "r", "ts": 1.0,
                                  "result": {"answer": "a", "status": "done", "turns": 1,
                                             "tool_calls": 0}})) is RunFinished
+
+
+def test_an_agent_wrapping_another_numbers_the_events_it_passes_on_as_its_own():
+    from tao.agents.reflexion import Reflexion
+
+    inner = ReActAgent(ScriptedModel(["41", "42"]), [])
+    agent = Reflexion(inner, lambda task, result: result.answer == "42", max_trials=2)
+    events = run(agent, "6 * 7?")
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert {e.run_id for e in events} == {events[0].run_id}
+
+
+def test_tao_journal_in_the_environment_journals_agents_that_did_not_say(tmp_path, monkeypatch):
+    from tao.runs import Journal
+
+    monkeypatch.setenv("TAO_JOURNAL", str(tmp_path / "env.db"))
+    events = run(ReActAgent(ScriptedModel(["hi"]), []), "hello")
+    (row,) = Journal(tmp_path / "env.db").runs()
+    assert row["run_id"] == events[0].run_id and row["status"] == "done"
