@@ -170,6 +170,6 @@ def test_the_embedded_model_in_a_200_turn_chat_never_overflows_and_answers_about
         worst = max(worst, counter.prompt(fitted))
         memory.history += [Message.user(question), Message.assistant(f"Noted: {1000 + 7 * i}.")]
     assert worst <= budget and memory.fitter.cuts > 1
-    result = ReActAgent(local_model, [], protocol="text", memory=memory).run(
+    result = ReActAgent(local_model, [], memory=memory).run(
         "What was the locker code in note 199? Reply with the number.")
     assert result.ok and "2393" in result.answer
