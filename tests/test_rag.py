@@ -103,13 +103,14 @@ def test_any_agent_can_search_the_docs_and_the_answer_cites_file_line(tmp_path):
     result = ReActAgent(model, [index.tool()]).run("How many vacation days do I get?")
     observation = result.messages[3].content
     assert "[en/leave-policy.md:5]" in observation and "27 paid vacation days" in observation
-    assert observation.endswith("Cite the source of what you use as [file:line].")
+    assert observation.endswith("answer now from them - no more searching - and cite the source "
+                                "you used, e.g. [en/leave-policy.md:5].")
     assert result.answer == "27 days [en/leave-policy.md:5]"
     code = "```python\nprint(search_docs('年假有几天', k=1))\n```"
     model = ScriptedModel([code, "15 天 [zh/年假制度.md:5]"])
     result = CodeActAgent(model, [index.tool()], sandbox="subprocess").run("年假有几天？")
     assert "[zh/年假制度.md:5]" in result.messages[-2].content
-    assert "用 [file:line] 注明所用内容的出处。" in result.messages[-2].content
+    assert "不要再搜索，并注明所用内容的出处，例如 [zh/年假制度.md:5]。" in result.messages[-2].content
 
 
 def test_tao_index_reports_what_it_did_and_finds_passages(docs):

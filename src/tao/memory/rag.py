@@ -285,7 +285,7 @@ class DocIndex:
             if not hits:
                 return prompts.render(t[lang]["no_docs"], query=query)
             shown = "\n\n".join(f"[{h.source}] {h.text}" for h in hits)
-            return shown + "\n\n" + t[lang]["cite"]
+            return shown + "\n\n" + prompts.render(t[lang]["cite"], source=hits[0].source)
 
         return FunctionTool(search_docs, name=name, description=t["en"]["search_docs"])
 
