@@ -47,9 +47,10 @@ def writes(kind, tmp_path):
     return answer, n, counters(effects)
 
 
-@pytest.mark.parametrize("kind, second_kills", [("react", 5), ("plan", 6)])
+# 18 + 17 * 4 = 86 trials for the ReAct run, 9 + 8 * 3 = 33 for the plan: 119 in all
+@pytest.mark.parametrize("kind, second_kills, at_least", [("react", 4, 86), ("plan", 3, 33)])
 def test_killed_at_every_journal_boundary_then_resumed_pays_each_once(server, tmp_path, kind,
-                                                                    second_kills):
+                                                                    second_kills, at_least):
     kill = killer(server)
     answer, n, clean = writes(kind, tmp_path)
     assert set(clean.values()) == {1} and len(clean) == (4 if kind == "react" else 2)
@@ -67,4 +68,4 @@ def test_killed_at_every_journal_boundary_then_resumed_pays_each_once(server, tm
         assert counters(effects) == clean, f"killed after write {k} (then {m})"
         (run,) = resume_scripts.Journal(journal).runs()
         assert run["status"] == "done"
-    assert len(trials) >= 50 and killed >= len(trials)
+    assert len(trials) >= at_least and killed >= len(trials)
