@@ -40,15 +40,26 @@ def look(name: str) -> str:
     return f"{name} is {len(name)} letters"
 
 
+@tool
+def send(to: str) -> str:
+    """Send a message to ``to``: a side effect with no idempotency key (counted, not deduped)."""
+    path = EFFECTS[0] / f"sent-{to}.json"
+    count = json.loads(path.read_text())["count"] + 1 if path.exists() else 1
+    path.write_text(json.dumps({"count": count}))
+    return f"sent to {to}"
+
+
 def tools(effects: str | os.PathLike[str]):
     EFFECTS[0] = Path(effects)
-    return [pay, look]
+    return [pay, look, send]
 
 
-def react_model() -> ScriptedModel:
+def react_model(send: bool = False) -> ScriptedModel:
     """Five tool calls, then an answer made of every result: it is right only if each result
-    the resumed run read is the one the tools gave."""
+    the resumed run read is the one the tools gave. ``send``: the third call is ``send``."""
     calls = [tool_call("look", name="ann"), *(tool_call("pay", name=n) for n in "abcd")]
+    if send:
+        calls[2] = tool_call("send", to="bob")
 
     def pick(messages):
         results = [m.content for m in messages if m.role == "tool"]
@@ -65,17 +76,18 @@ PLAN = {"steps": [
     "answer": "$step1 / $step2 / $step3"}
 
 
-def agent(kind: str, journal: str, effects: str):
-    if kind == "react":
-        return ReActAgent(react_model(), tools(effects), journal=journal, journal_fsync=False)
+def agent(kind: str, journal: str, effects: str, approve=None):
+    if kind.startswith("react"):
+        return ReActAgent(react_model(kind == "react-send"), tools(effects), journal=journal,
+                          journal_fsync=False, approve=approve)
     return PlanExecuteAgent(ScriptedModel([json.dumps(PLAN)]), tools(effects), journal=journal,
                             journal_fsync=False)  # a killed process needs no fsync: the OS has it
 
 
-def go(kind: str, journal: str, effects: str) -> str | None:
+def go(kind: str, journal: str, effects: str, approve=None) -> str | None:
     """Run, or resume the journal's run when it has one; the answer."""
     runs = Journal(journal).runs()
-    a = agent(kind, journal, effects)
+    a = agent(kind, journal, effects, approve)
     result = a.resume(runs[0]["run_id"]) if runs else a.run("pay them all")
     return result.answer
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import resume_scripts
 
+from tao.guard import Decision
+
 
 @pytest.fixture(scope="module")
 def server():
@@ -69,3 +71,37 @@ def test_killed_at_every_journal_boundary_then_resumed_pays_each_once(server, tm
         (run,) = resume_scripts.Journal(journal).runs()
         assert run["status"] == "done"
     assert len(trials) >= at_least and killed >= len(trials)
+
+
+def test_a_call_without_an_idempotency_key_cut_short_is_asked_about_never_rerun(server,
+                                                                               tmp_path):
+    """``send`` keeps no key: killed between its start and its result, the resumed run cannot
+    know whether it went out, so it asks - here the approver says no - and never sends twice."""
+    kill = killer(server)
+    answer, n, _ = writes("react-send", tmp_path)
+    asked_at = []
+    for k in range(1, n + 1):
+        journal, effects = tmp_path / f"s{k}.db", tmp_path / f"sfx{k}"
+        effects.mkdir()
+        assert kill("react-send", journal, effects, k)
+        asked = []
+
+        def approve(request):
+            asked.append(request.tool)
+            return Decision.reject("it may have gone out already")
+
+        resume_scripts.go("react-send", str(journal), str(effects), approve)
+        sent = json.loads((effects / "sent-bob.json").read_text())["count"] \
+            if (effects / "sent-bob.json").exists() else 0
+        assert sent <= 1, f"killed after write {k}: sent {sent} times"
+        if asked:
+            assert asked == ["send"]
+            asked_at.append(k)
+        else:
+            assert sent == 1  # not cut short: sent once, by the first run or the resumed one
+    # asked exactly when the kill fell between send's start and its result
+    records = resume_scripts.Journal(tmp_path / "clean.db").records(
+        resume_scripts.Journal(tmp_path / "clean.db").runs()[0]["run_id"])
+    start = next(r["seq"] for r in records if r["kind"] == "tool.start"
+                 and r["data"]["tool"] == "send")
+    assert asked_at == [start + 1]  # write start+1 is the record: the run's row is write 1
