@@ -41,10 +41,31 @@ def pg_url():
     import pgserver
 
     folder = tempfile.mkdtemp(prefix="tao-pg-")
-    server = pgserver.get_server(folder, cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
-    shutil.rmtree(folder, ignore_errors=True)
+    # As root, pgserver opens every folder above its data and its own install (o+rx) so that its
+    # user can reach them - /root included. Put the modes back: other tests (the subprocess
+    # sandbox's) rely on a home that others cannot read.
+    modes = _ancestor_modes(folder, os.path.dirname(pgserver.__file__))
+    try:
+        server = pgserver.get_server(folder, cleanup_mode="stop")
+        yield server.get_uri()
+        server.cleanup()
+    finally:
+        for path, mode in modes.items():
+            os.chmod(path, mode)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ancestor_modes(*paths: str) -> dict[str, int]:
+    modes = {}
+    for path in paths:
+        path = os.path.abspath(path)
+        while True:
+            modes.setdefault(path, os.stat(path).st_mode & 0o7777)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    return modes
 
 
 @pytest.fixture(scope="module")
