@@ -16,7 +16,8 @@ WRITER = """
 import os, sys, time
 from tao.guard.audit import AuditLog
 path, who, count, fsync, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
-while not os.path.exists(path + ".go"):  # all writers start together
+open(path + ".ready." + who, "w").close()
+while not os.path.exists(path + ".go"):  # all writers start together, once all have imported
     time.sleep(0.001)
 log = AuditLog(path, fsync=fsync)
 i = 0
@@ -34,6 +35,9 @@ def writer(path, who: str, count: int, *, fsync: bool = True, size: int = 40) ->
 def test_four_processes_appending_500_lines_each_never_interleave(tmp_path):
     path = tmp_path / "audit.jsonl"
     procs = [writer(path, f"w{k}", 500) for k in range(4)]
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("audit.jsonl.ready.*"))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
     (tmp_path / "audit.jsonl.go").touch()
     seen = []
     while any(p.poll() is None for p in procs):  # read while they write: never a half line
