@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
+import mcp.client.stdio  # noqa: F401 - imported here, not first inside CliRunner.invoke: the SDK binds
+import pytest             # sys.stderr as stdio_client's default errlog when it is imported, and
+from typer.testing import CliRunner  # CliRunner's stand-in has no fileno for later tests
 
 import tao.cli as cli
 from tao import ScriptedModel, tool_call
