@@ -86,7 +86,10 @@ def sleepy(log: str) -> Sleepy:
 
 
 class SleepyLocal(LocalModel):
-    """The embedded model's class (what the runner recognises) with ``Sleepy``'s answers."""
+    """The embedded model's class (what the runner recognises) with ``Sleepy``'s answers. No
+    ``render``: short-term memory would count its prompts with the (absent) GGUF's tokenizer."""
+
+    render = None
 
     def __init__(self, path):
         super().__init__(path=path)
