@@ -133,3 +133,16 @@ def test_tao_run_with_docs_gives_the_agent_search_docs(docs, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "Observation: [en/travel.md:12]" in res.stdout and "Hotel nights are capped" in res.stdout
     assert "Final Answer: 240 euros a night [en/travel.md:12]" in res.stdout
+
+
+def test_an_embedded_model_reply_with_a_newline_in_its_strings_is_read_not_dropped():
+    """Seen in the RAG answers: the grammar lets the 0.5B model write a raw newline inside its
+    thought, which strict JSON refused - the reply came back empty, four turns in a row."""
+    from tao.models.local import _read_action
+
+    reply = _read_action('{"thought": "The passage says\\n27 days.", "final_answer": '
+                         '"27 days\\n[en/leave-policy.md:5]"}\n'.replace("\\n", "\n"))
+    assert reply.content == "27 days\n[en/leave-policy.md:5]"
+    call = _read_action('{"thought": "search\tit", "tool": "search_docs", "arguments": '
+                        '{"query": "vacation\ndays"}}')
+    assert call.tool_calls[0].arguments == {"query": "vacation\ndays"}

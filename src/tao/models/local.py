@@ -20,6 +20,7 @@ import atexit
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -371,6 +372,9 @@ def _read_action(text: str) -> Message:
     """Turn the grammar-constrained JSON reply into a tool call or a final answer. Only a reply
     cut by ``max_tokens`` can fail to parse (or one nested past ``safe_json.MAX_DEPTH``); it
     comes back empty so the agent asks again."""
+    # the grammar lets a string hold a raw newline (its whitespace between tokens is a space at
+    # most, so control characters can only be inside strings): escaped, as JSON wants them
+    text = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", text.strip())
     try:
         obj = loads(text)
     except json.JSONDecodeError:
