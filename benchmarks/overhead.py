@@ -7,6 +7,11 @@ same process as the reference, so compare ratios, not absolute numbers, across m
 Also measures cold ``import tao`` in fresh interpreters against a bare interpreter start.
 
     python benchmarks/overhead.py [--runs 2000]
+    python benchmarks/overhead.py --durability [--runs 200] [--rounds 5]
+
+``--durability``: the same workload with the run journal (fsync before each tool / batched) and
+with OpenTelemetry tracing (the SDK, a batch processor, an in-memory exporter) against neither,
+modes alternated in rounds in one process, as ratios per added turn (issue 14, point 7).
 """
 
 from __future__ import annotations
@@ -78,11 +83,70 @@ def cold_import(n: int) -> tuple[float, float]:
     return median_of("pass"), median_of("import tao")
 
 
+async def bench_with(turns: int, runs: int, journal) -> list[float]:
+    times = []
+    for _ in range(runs):
+        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal)
+        t = time.perf_counter()
+        result = await agent.arun("what is 41 + 1?")
+        times.append(time.perf_counter() - t)
+        assert result.answer == "42" and result.turns == turns
+    return times
+
+
+def durability(runs: int, n_rounds: int) -> None:
+    import tempfile
+    from pathlib import Path
+
+    import tao
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from tao.runs import Journal
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=1 << 20))
+    with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix="overhead-") as d:  # a disk, not tmpfs
+        modes = {  # name: (journal, tracing on)
+            "off": (None, False),
+            "journal, fsync before each tool (default)": (Journal(Path(d) / "a.db", fsync=True).check(), False),
+            "journal, batched (journal_fsync=False)": (Journal(Path(d) / "b.db", fsync=False).check(), False),
+            "tracing, SDK + batch processor": (None, True),
+        }
+
+        def measure(journal, traced: bool, k: int) -> tuple[float, float]:
+            tao.instrument(provider) if traced else tao.uninstrument()
+            return (statistics.median(asyncio.run(bench_with(2, k, journal))) * 1000,
+                    statistics.median(asyncio.run(bench_with(10, k, journal))) * 1000)
+
+        for journal, traced in modes.values():
+            measure(journal, traced, 20)  # warm up
+        results: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+        for _ in range(n_rounds):
+            for mode, (journal, traced) in modes.items():
+                results[mode].append(measure(journal, traced, runs))
+        tao.uninstrument()
+        provider.force_flush()
+        assert exporter.get_finished_spans(), "the tracing rounds exported no spans"
+    per = {m: (statistics.median(r[1] for r in rs) - statistics.median(r[0] for r in rs)) / 8
+           for m, rs in results.items()}
+    print("| mode | per added turn (ms) | x off |")
+    print("|---|---|---|")
+    for mode, ms in per.items():
+        print(f"| {mode} | {ms:.4f} | {ms / per['off']:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--imports", type=int, default=15)
+    ap.add_argument("--durability", action="store_true", help="journal and tracing against neither")
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
+    if args.durability:
+        durability(args.runs, args.rounds)
+        return
     rows = []
     for label, fn in (("tao ReActAgent", bench_tao), ("hand-written asyncio loop", bench_handwritten)):
         asyncio.run(fn(2, 200))  # warm up: lazy schemas, imports
