@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+# A suite started in the background by a non-interactive shell (`nohup ... &`, some CI runners)
+# inherits SIGINT ignored, and so would every process it starts: the Ctrl-C tests would then test
+# nothing. Python's own handler back, for this process and (as SIG_DFL after exec) its children.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _seed_path() -> Path:
