@@ -7,8 +7,7 @@ answers it.
 
 A question is retrieved when one of the top 5 passages is from its file and its line range holds
 the line of the fact (a PDF: the page). ``--answers N``: ReAct on the embedded model with the
-``search_docs`` tool and ``DocIndex.system_prompt()`` (``--default-prompt``: ReAct's own)
-answers the first N questions (spread over both languages); an answer is
+``search_docs`` tool answers the first N questions (spread over both languages); an answer is
 correct when it contains the expected value, and cites when it names the right file with a
 line. ``--keyword`` runs the retrieval without vectors too, to show what they add.
 """
@@ -74,7 +73,7 @@ def retrieval(index, questions: list[dict]) -> dict:
             "missed": [q["question"] for q, r in zip(questions, ranks) if not r or r > 5]}
 
 
-def answers(index, questions: list[dict], n: int, prompt: bool = True) -> dict:
+def answers(index, questions: list[dict], n: int) -> dict:
     from tao import ReActAgent
     from tao.models.local import LocalModel
 
@@ -87,10 +86,7 @@ def answers(index, questions: list[dict], n: int, prompt: bool = True) -> dict:
     t0 = time.perf_counter()
     for q in picked:
         t = time.perf_counter()
-        lang = "zh" if q in zh else "en"
-        system = index.system_prompt(lang) if prompt else None
-        result = ReActAgent(model, [index.tool()], max_turns=4, system_prompt=system).run(
-            q["question"])
+        result = ReActAgent(model, [index.tool()], max_turns=4).run(q["question"])
         answer = result.answer or ""
         ok = q["answer"].casefold() in answer.casefold()
         cite = f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer
@@ -110,8 +106,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--answers", type=int, default=0, help="questions for the embedded model")
     ap.add_argument("--keyword", action="store_true", help="also retrieve without vectors")
-    ap.add_argument("--default-prompt", action="store_true",
-                    help="the agent's own system prompt instead of DocIndex.system_prompt()")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from tao.memory.rag import DocIndex
@@ -129,7 +123,7 @@ def main() -> None:
                          "failed": done["failed"],
                          "index_s": round(time.perf_counter() - t, 2), **retrieval(index, questions)}
             if name == "hybrid" and args.answers:
-                out["answers"] = answers(index, questions, args.answers, not args.default_prompt)
+                out["answers"] = answers(index, questions, args.answers)
             index.close()
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=1))

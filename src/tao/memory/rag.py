@@ -289,12 +289,6 @@ class DocIndex:
 
         return FunctionTool(search_docs, name=name, description=t["en"]["search_docs"])
 
-    @staticmethod
-    def system_prompt(lang: str = "en") -> str:
-        """A system prompt for an agent that answers from the documents: search once, answer
-        from the passages with their file:line (small models otherwise search on and on)."""
-        return prompts.table("memory")["zh" if lang == "zh" else "en"]["rag_system"]
-
     def close(self) -> None:
         self.store.close()
 
