@@ -30,8 +30,8 @@ def records(path):
 
 def test_react_run_tool_calls_and_approvals_reach_the_log(tmp_path):
     log = tmp_path / "audit.jsonl"
-    model = ScriptedModel([[tool_call("pay", to="ann", amount=5, pin="4711"),
-                            tool_call("pay", to="bob", amount=500, pin="4711")],
+    model = ScriptedModel([[tool_call("pay", to="ann", amount=5, pin="pin-4711-zz"),
+                            tool_call("pay", to="bob", amount=500, pin="pin-4711-zz")],
                            tool_call("calculator", operation="add", a=1, b=2), "done"])
     agent = ReActAgent(model, [pay, calculator], audit=log, deny=["calculator"],
                        approve=lambda r: False)
@@ -45,7 +45,7 @@ def test_react_run_tool_calls_and_approvals_reach_the_log(tmp_path):
     assert calls == {("pay", "ann"): "ok", ("pay", "bob"): "rejected", ("calculator", None): "denied"}
     assert rs[-1]["status"] == result.status == "done"
     assert len({r["run_id"] for r in rs}) == 1
-    assert "4711" not in log.read_text()
+    assert "pin-4711-zz" not in log.read_text()  # not hex: no hash or id can hold it by chance
 
 
 def test_codeact_bridge_calls_and_both_plan_executors_are_logged(tmp_path):
