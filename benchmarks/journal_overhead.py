@@ -17,38 +17,16 @@ import argparse
 import asyncio
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from tao import ReActAgent, ScriptedModel, tool, tool_call
+from overhead import bench_with  # the same workload: one definition (benchmarks/ is on sys.path)
 from tao.runs import Journal
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def script(turns: int) -> list:
-    return [tool_call("add", a=i, b=1) for i in range(turns - 1)] + ["42"]
-
-
-async def bench(turns: int, runs: int, journal: Journal | None) -> list[float]:
-    times = []
-    for _ in range(runs):
-        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal)
-        t = time.perf_counter()
-        result = await agent.arun("what is 41 + 1?")
-        times.append(time.perf_counter() - t)
-        assert result.answer == "42" and result.turns == turns
-    return times
 
 
 def measure(journal: Journal | None, runs: int) -> tuple[float, float]:
     """Median 2-turn and 10-turn run, in ms."""
-    t2 = statistics.median(asyncio.run(bench(2, runs, journal))) * 1000
-    t10 = statistics.median(asyncio.run(bench(10, runs, journal))) * 1000
+    t2 = statistics.median(asyncio.run(bench_with(2, runs, journal))) * 1000
+    t10 = statistics.median(asyncio.run(bench_with(10, runs, journal))) * 1000
     return t2, t10
 
 

@@ -36,17 +36,6 @@ def script(turns: int) -> list:
     return [tool_call("add", a=i, b=1) for i in range(turns - 1)] + ["42"]
 
 
-async def bench_tao(turns: int, runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns)
-        t = time.perf_counter()
-        result = await agent.arun("what is 41 + 1?")
-        times.append(time.perf_counter() - t)
-        assert result.answer == "42" and result.turns == turns
-    return times
-
-
 async def bench_handwritten(turns: int, runs: int) -> list[float]:
     """The reference: the least a loop can do - call model, call tool, append, repeat."""
 
@@ -83,7 +72,7 @@ def cold_import(n: int) -> tuple[float, float]:
     return median_of("pass"), median_of("import tao")
 
 
-async def bench_with(turns: int, runs: int, journal) -> list[float]:
+async def bench_with(turns: int, runs: int, journal=None) -> list[float]:
     times = []
     for _ in range(runs):
         agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal)
@@ -148,7 +137,7 @@ def main() -> None:
         durability(args.runs, args.rounds)
         return
     rows = []
-    for label, fn in (("tao ReActAgent", bench_tao), ("hand-written asyncio loop", bench_handwritten)):
+    for label, fn in (("tao ReActAgent", bench_with), ("hand-written asyncio loop", bench_handwritten)):
         asyncio.run(fn(2, 200))  # warm up: lazy schemas, imports
         t2 = statistics.median(asyncio.run(fn(2, args.runs))) * 1000
         t10 = statistics.median(asyncio.run(fn(10, args.runs))) * 1000

@@ -14,32 +14,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import time
 
 import tao
-from tao import ReActAgent, ScriptedModel, tool, tool_call
+from overhead import bench_with  # the same workload: one definition (benchmarks/ is on sys.path)
 from tao import tracing
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def script(turns: int) -> list:
-    return [tool_call("add", a=i, b=1) for i in range(turns - 1)] + ["42"]
-
-
-async def bench(turns: int, runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns)
-        t = time.perf_counter()
-        result = await agent.arun("what is 41 + 1?")
-        times.append(time.perf_counter() - t)
-        assert result.answer == "42" and result.turns == turns
-    return times
 
 
 def measure(on: bool, runs: int) -> tuple[float, float]:
@@ -48,8 +26,8 @@ def measure(on: bool, runs: int) -> tuple[float, float]:
         tao.instrument()
     else:
         tao.uninstrument()
-    t2 = statistics.median(asyncio.run(bench(2, runs))) * 1000
-    t10 = statistics.median(asyncio.run(bench(10, runs))) * 1000
+    t2 = statistics.median(asyncio.run(bench_with(2, runs, None))) * 1000
+    t10 = statistics.median(asyncio.run(bench_with(10, runs, None))) * 1000
     return t2, t10
 
 
