@@ -195,7 +195,7 @@ def fake_backends(monkeypatch):
             made.append(("openai", model))
 
     class LocalModel:
-        def __init__(self, name="qwen2.5-coder-0.5b"):
+        def __init__(self, name):
             made.append(("local", name))
 
     monkeypatch.setitem(sys.modules, "tao.models.openai",
@@ -207,16 +207,23 @@ def fake_backends(monkeypatch):
 
 
 @pytest.mark.parametrize("spec, expected", [
-    ("local", ("local", "qwen2.5-coder-0.5b")),
+    ("local", ("local", "qwen2.5-coder-1.5b")),
     ("local-1.5b", ("local", "qwen2.5-coder-1.5b")),
+    ("local-0.5b", ("local", "qwen2.5-coder-0.5b")),
     ("openai", ("openai", None)),
     ("openai:deepseek-chat", ("openai", "deepseek-chat")),
     ("openai:", ("openai", None)),
-    ("auto", ("local", "qwen2.5-coder-0.5b")),
+    ("auto", ("local", "qwen2.5-coder-1.5b")),
 ])
 def test_resolve_model_specs(fake_backends, spec, expected):
     resolve_model(spec)
     assert fake_backends == [expected]
+
+
+def test_the_default_local_model_is_the_one_local_model_builds():
+    from tao.models import gguf_store, resolve
+
+    assert resolve._LOCAL["local"] == gguf_store.DEFAULT_LOCAL
 
 
 @pytest.mark.parametrize("var", ["TAO_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "TAO_BASE_URL"])
@@ -343,7 +350,7 @@ def test_timeout_reaches_the_endpoint_model(fake_backends, monkeypatch):
     resolve_model("openai")
     resolve_model("local", timeout=5.0)  # nothing to time out: the embedded model runs here
     assert made == [("qwen", {"timeout": 120.0}), (None, {})]
-    assert fake_backends == [("local", "qwen2.5-coder-0.5b")]
+    assert fake_backends == [("local", "qwen2.5-coder-1.5b")]
 
 
 def test_run_help_shows_the_task_sources_and_the_timeout():

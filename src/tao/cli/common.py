@@ -206,7 +206,7 @@ TimeoutOpt = Annotated[float, typer.Option(
     "silent attempt is tried once more, so a dead endpoint fails after about twice this. Not "
     "used by the embedded model.")]
 ModelOpt = Annotated[str, typer.Option(
-    "--model", "-m", help="auto | local (= local-0.5b) | local-1.5b | openai | openai:NAME. auto uses the "
+    "--model", "-m", help="auto | local (= local-1.5b) | local-0.5b | openai | openai:NAME. auto uses the "
     "endpoint when TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, "
     "else the embedded local model.",
 )]

