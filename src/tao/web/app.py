@@ -1,0 +1,191 @@
+"""``create_app()``: the workbench's HTTP side - the page, its options, runs and their events.
+
+Routes (the contract the page is written against; see the module docs of ``sessions`` and
+``live`` for why runs and events are kept as they are)::
+
+    GET  /                          the page (sets the tao_session cookie; /?token=T sets tao_token)
+    GET  /static/...                its assets, shipped in the package
+    GET  /api/options               agents, models, tools, the page's language
+    POST /api/runs                  start a run -> 201 {"run_id"}
+    GET  /api/runs                  this session's runs, live, finished and journaled
+    GET  /api/runs/{id}/events      SSE: id = seq, event = type, data = the event's JSON; Last-Event-ID
+    GET  /api/runs/{id}/replay      {"events": [...]}
+    POST /api/runs/{id}/cancel      202
+    POST /api/runs/{id}/approvals   answer a gated call
+    GET  /api/runs/{id}/files[/{path}]   a coding run's workspace
+    POST /api/compare               react, codeact and plan on one task
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from .. import safe_json
+from ..errors import TaoError
+from .approvals import NotPending
+from .gate import Gate
+from .sessions import Server, Session
+from .setup import BadRequest, RunRequest, options
+
+STATIC = Path(__file__).parent / "static"
+PLACEHOLDER = ("<!doctype html><meta charset=utf-8><title>tao</title>"
+               "<p>tao workbench: the page is not built yet (src/tao/web/static/index.html).</p>")
+
+
+class ApprovalAnswer(RunRequest.__base__):  # pydantic.BaseModel
+    call_id: str
+    verdict: str
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+
+
+def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | None = None,
+               models: dict[str, Callable[..., Any]] | None = None,
+               workspace_root: str | os.PathLike[str] | None = None) -> FastAPI:
+    """The workbench app. ``token``: every ``/api`` request must carry it (Bearer header or the
+    ``tao_token`` cookie that ``/?token=T`` sets); without one only local Host names are
+    served (no DNS rebinding). ``journal``: the run journal (default: the user's ``runs.db``).
+    ``models``: more named model factories for the picker (a factory may take the agent name,
+    to give each compare run its own script). ``workspace_root``: where coding runs get their
+    folders (default: ``workspaces/`` beside the journal)."""
+    from ..runs.journal import default_path
+
+    jpath = Path(journal) if journal is not None else default_path()
+    server = Server(journal=jpath, models=models or {},
+                    workspace_root=Path(workspace_root) if workspace_root is not None
+                    else jpath.expanduser().parent / "workspaces")
+    app = FastAPI(title="tao workbench", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.tao = server
+    app.add_middleware(Gate, token=token)
+    if STATIC.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's default echoes the input back: the body holds the API key
+        detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
+        where = "; ".join(f"{'.'.join(map(str, d['loc'][1:])) or 'body'}: {d['msg']}" for d in detail)
+        return JSONResponse({"error": where, "detail": detail}, status_code=422)
+
+    def session(request: Request) -> Session:
+        return server.session(request.scope["state"]["tao_session"])
+
+    def owned(request: Request, run_id: str) -> Any:
+        run = server.find(session(request), run_id)
+        if run is None:
+            raise HTTPException(404, f"no run {run_id!r}")
+        return run
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> Response:
+        index = STATIC / "index.html"
+        if index.is_file():
+            return HTMLResponse(index.read_text(encoding="utf-8"))
+        return HTMLResponse(PLACEHOLDER)
+
+    @app.get("/api/options")
+    async def get_options(request: Request) -> dict[str, Any]:
+        return options(language(request.headers.get("accept-language", "")), server.models)
+
+    async def started(request: Request, req: RunRequest, agents: list[str]) -> list[Any]:
+        try:
+            if len(agents) == 1:
+                return [await server.start(session(request), req, agents[0])]
+            return await server.compare(session(request), req)
+        except (BadRequest, TaoError, ValueError, TypeError, ImportError, OSError) as e:
+            text = f"{e}"
+            if req.model.api_key:
+                text = text.replace(req.model.api_key, "***")
+            raise HTTPException(400, text) from None
+
+    @app.post("/api/runs", status_code=201)
+    async def post_run(request: Request, req: RunRequest) -> dict[str, Any]:
+        run, = await started(request, req, [req.agent])
+        return {"run_id": run.run_id}
+
+    @app.post("/api/compare", status_code=201)
+    async def post_compare(request: Request, req: RunRequest) -> dict[str, Any]:
+        runs = await started(request, req, ["react", "codeact", "plan"])
+        return {"run_ids": {r.agent: r.run_id for r in runs}}
+
+    @app.get("/api/runs")
+    async def list_runs(request: Request) -> dict[str, Any]:
+        return {"runs": server.listing(session(request))}
+
+    @app.get("/api/runs/{run_id}/events")
+    async def events(request: Request, run_id: str, last_event_id: int | None = None) -> Any:
+        run = owned(request, run_id)
+        header = request.headers.get("last-event-id", "").strip()
+        after = int(header) if header.isdigit() else (last_event_id or 0)
+
+        async def messages() -> Any:
+            async for item in run.follow(after):
+                yield ServerSentEvent(data=item.data, id=str(item.seq), event=item.type)
+            yield ServerSentEvent(data=safe_json.dumps({"status": run.status}), event="end")
+
+        return EventSourceResponse(messages(), ping=15, headers={"Cache-Control": "no-store"})
+
+    @app.get("/api/runs/{run_id}/replay")
+    async def replay(request: Request, run_id: str) -> dict[str, Any]:
+        return {"events": owned(request, run_id).events()}
+
+    @app.post("/api/runs/{run_id}/cancel", status_code=202)
+    async def cancel(request: Request, run_id: str) -> dict[str, Any]:
+        run = owned(request, run_id)
+        server.cancel(run)
+        return {"run_id": run_id, "status": run.status}
+
+    @app.post("/api/runs/{run_id}/approvals")
+    async def approvals(request: Request, run_id: str, answer: ApprovalAnswer) -> dict[str, Any]:
+        run = owned(request, run_id)
+        if run.approver is None:
+            raise HTTPException(404, f"no call {answer.call_id!r} waits for approval")
+        try:
+            decision = run.approver.answer(answer.call_id, answer.verdict, answer.reason,
+                                           answer.arguments)
+        except NotPending:
+            raise HTTPException(404, f"no call {answer.call_id!r} waits for approval") from None
+        except (ValueError, TypeError) as e:
+            raise HTTPException(400, str(e)) from None
+        return {"call_id": answer.call_id, "verdict": decision.verdict}
+
+    @app.get("/api/runs/{run_id}/files")
+    async def files(request: Request, run_id: str) -> dict[str, Any]:
+        from .files import listing
+
+        run = owned(request, run_id)
+        return {"files": listing(run.workspace) if run.workspace is not None else []}
+
+    @app.get("/api/runs/{run_id}/files/{path:path}")
+    async def file(request: Request, run_id: str, path: str) -> Response:
+        from .files import read
+
+        run = owned(request, run_id)
+        if run.workspace is None:
+            raise HTTPException(404, f"run {run_id!r} has no workspace")
+        return PlainTextResponse(read(run.workspace, path))
+
+    return app
+
+
+def language(accept: str) -> str:
+    """"zh" when the browser's most wanted language is Chinese, else "en"."""
+    best, lang = -1.0, "en"
+    for part in accept.split(","):
+        tag, _, q = part.strip().partition(";q=")
+        try:
+            weight = float(q) if q else 1.0
+        except ValueError:
+            continue
+        if tag and weight > best:
+            best, lang = weight, "zh" if tag.lower().startswith("zh") else "en"
+    return lang

@@ -1,0 +1,62 @@
+"""The page as tao's approver: a gated call waits until someone answers it over HTTP.
+
+tao's guard (``tao.guard.run.Run``) emits ``ApprovalRequested`` for each gated call of a turn and
+then awaits ``approver.decide(requests)``; this approver turns each request into a future that
+``POST /api/runs/{id}/approvals`` resolves. The gate, the digest binding and the events are the
+guard's own; nothing of it is copied here. A run cancelled while it waits ends the wait (the
+futures are cancelled with the run's task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..guard.approval import ApprovalRequest, Decision
+
+VERDICTS = ("approve", "reject", "edit")
+
+
+class NotPending(LookupError):
+    """No call with that id waits for an answer in this run."""
+
+
+class WebApprover:
+    by = "web"
+
+    def __init__(self) -> None:
+        self.pending: dict[str, tuple[ApprovalRequest, asyncio.Future[Decision]]] = {}
+
+    async def decide(self, requests: list[ApprovalRequest]) -> list[Decision]:
+        loop = asyncio.get_running_loop()
+        futures = []
+        for r in requests:
+            future: asyncio.Future[Decision] = loop.create_future()
+            self.pending[r.call_id] = (r, future)
+            futures.append(future)
+        try:
+            return list(await asyncio.gather(*futures))
+        finally:
+            for r in requests:
+                self.pending.pop(r.call_id, None)
+
+    def answer(self, call_id: str, verdict: str, reason: str = "",
+               arguments: dict[str, Any] | None = None) -> Decision:
+        """Answer the waiting call ``call_id``; ``NotPending`` when none waits, ``ValueError``
+        for a verdict that is not one of ``VERDICTS`` or an edit without arguments."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+        entry = self.pending.get(call_id)
+        if entry is None or entry[1].done():
+            raise NotPending(call_id)
+        request, future = entry
+        if verdict == "approve":
+            decision = Decision.approve(request.digest)
+        elif verdict == "reject":
+            decision = Decision.reject(reason, request.digest)
+        else:
+            if not isinstance(arguments, dict):
+                raise ValueError("an edit carries the new arguments as a JSON object")
+            decision = Decision.edit(arguments, request.digest)
+        future.set_result(decision)
+        return decision

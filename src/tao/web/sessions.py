@@ -1,0 +1,234 @@
+"""Users and their runs. A session (the ``tao_session`` cookie) owns the runs it started; another
+session is told they do not exist. Nothing is shared between runs: each gets its own agent,
+model, tools and folder (``setup.build``), so one user's history can never reach another's
+prompt (the smolagents Gradio UI shared one agent memory between all users, #703).
+
+Every run is journaled (``tao.runs``): the journal's row has the agent, model name and task, and
+its meta the session's hash (never the cookie itself), the run's trace file - the buffered,
+redacted events, for replay after a restart - and its workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .approvals import WebApprover
+from .live import LiveRun, replayed
+from .setup import Built, RunRequest, build, close
+
+#: runs a session keeps in memory (older ones are still in the journal)
+KEEP = 100
+
+
+def new_id() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def hashed(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+@dataclass
+class Session:
+    id: str
+    runs: dict[str, LiveRun] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return hashed(self.id)
+
+
+class Server:
+    """What ``create_app`` serves: sessions, the journal, the model factories."""
+
+    def __init__(self, *, journal: Any, models: dict[str, Any], workspace_root: Path):
+        from ..runs.journal import Journal
+
+        self.journal_path = Journal(journal).check().path  # a bad path is said at start-up
+        self.traces = self.journal_path.parent / "web-traces"
+        self.models = dict(models)
+        self.workspace_root = Path(workspace_root)
+        self.sessions: dict[str, Session] = {}
+        self._past: dict[str, LiveRun] = {}
+
+    def session(self, session_id: str) -> Session:
+        if session_id not in self.sessions:
+            self.sessions[session_id] = Session(session_id)
+        return self.sessions[session_id]
+
+    # -- starting runs ---------------------------------------------------------------------------
+    async def start(self, session: Session, req: RunRequest, agent: str) -> LiveRun:
+        """Build the run now (what cannot be built is an error for this request) and start it."""
+        run, built = await self._prepare(session, req, agent)
+        run.task_handle = asyncio.create_task(self._drive(run, built, req.task))
+        return run
+
+    async def compare(self, session: Session, req: RunRequest) -> list[LiveRun]:
+        """ReAct, CodeAct and Plan-and-Execute on one task, one after another (as ``tao
+        compare`` does, so their seconds compare); each with its own run and events."""
+        prepared = []
+        try:
+            for agent in ("react", "codeact", "plan"):
+                prepared.append(await self._prepare(session, req, agent))
+        except BaseException:
+            for run, built in prepared:
+                await close(built)
+                run.finish("error")
+            raise
+
+        async def chain() -> None:
+            for run, built in prepared:
+                await self._drive(run, built, req.task)
+
+        task = asyncio.create_task(chain())
+        for run, _ in prepared:
+            run.task_handle = task
+        return [run for run, _ in prepared]
+
+    async def _prepare(self, session: Session, req: RunRequest, agent: str) -> tuple[LiveRun, Built]:
+        from ..runs.journal import Journal
+
+        run_id = uuid.uuid4().hex
+        trace = self.traces / f"{run_id}.jsonl"
+        ws = self.workspace_root / run_id
+        meta = {"web": {"session": session.key, "trace": str(trace)}}
+        if agent == "code" or "workspace" in req.tools:
+            meta["web"]["workspace"] = str(ws)
+        journal = Journal(self.journal_path, meta=meta)
+        approver = WebApprover()
+        built = await build(req, agent, run_id=run_id, extra=self.models,
+                            workspace_root=self.workspace_root, journal=journal, approver=approver)
+        built.closers.append(journal.close)
+        run = LiveRun(run_id, agent, built.model_name, req.task, secrets=built.secrets,
+                      workspace=built.workspace)
+        run.approver, run.journal, run.owner = approver, journal, session.key
+        run.open_trace(trace)
+        session.runs[run_id] = run
+        while len(session.runs) > KEEP:  # the oldest finished one leaves memory (not the journal)
+            old = next((r for r in session.runs.values() if not r.live), None)
+            if old is None:
+                break
+            del session.runs[old.run_id]
+        return run, built
+
+    async def _drive(self, run: LiveRun, built: Built, task: str) -> None:
+        """Run the agent, buffering each event; a cancelled run ends with ``run_finished``
+        whose status is "cancelled", a crashed one with status "error"."""
+        from ..agents.base import Result
+
+        if run.status == "cancelled":
+            await close(built)
+            return
+        run.status = "running"
+        status = None
+        try:
+            async for event in built.agent.stream(task, run_id=run.run_id):
+                run.add(event.to_dict())
+            status = (run.result or {}).get("status", "error")
+        except asyncio.CancelledError:
+            status = "cancelled"
+        except Exception as e:  # noqa: BLE001 - the loop's own bug: the run ends, the server not
+            status = "error"
+            self._end(run, Result(None, "error", 0, 0, error=f"{type(e).__name__}: {e}"))
+        finally:
+            if status is None:
+                status = "cancelled"
+            if status == "cancelled":
+                self._end(run, Result(None, "cancelled", 0, 0))  # type: ignore[arg-type]
+                self._journal_status(run, "cancelled")
+            await close(built)
+            run.finish(status)
+
+    def _end(self, run: LiveRun, result: Any) -> None:
+        if run.result is not None:
+            return
+        last = run.items[-1].seq if run.items else 0
+        run.add({"type": "run_finished", "run_id": run.run_id, "seq": last + 1, "ts": time.time(),
+                 "result": result.to_dict(with_messages=True)})
+
+    def _journal_status(self, run: LiveRun, status: str) -> None:
+        from ..runs.journal import RunJournal
+
+        try:
+            RunJournal(run.journal, run.run_id, []).finish(status)
+        except Exception:  # noqa: BLE001 - a journal that cannot be written loses the status only
+            pass
+
+    def cancel(self, run: LiveRun) -> None:
+        """Stop ``run``: a queued one (a compare run whose turn has not come) never starts; a
+        running one is cancelled where it awaits (the model's next token, a tool's result)."""
+        from ..agents.base import Result
+
+        if not run.live:
+            return
+        if run.status == "queued":
+            run.status = "cancelled"  # _drive sees it and does not start
+            self._end(run, Result(None, "cancelled", 0, 0))  # type: ignore[arg-type]
+            self._journal_status(run, "cancelled")
+            run.finish("cancelled")
+        elif run.task_handle is not None:
+            run.task_handle.cancel()
+
+    # -- finding runs ----------------------------------------------------------------------------
+    def find(self, session: Session, run_id: str) -> LiveRun | None:
+        """This session's run ``run_id`` (live, finished or past), else None."""
+        if run_id in session.runs:
+            return session.runs[run_id]
+        if run_id in self._past:
+            run = self._past[run_id]
+            return run if run.owner == session.key else None
+        row = self._row(run_id)
+        if row is None or (row["meta"].get("web") or {}).get("session") != session.key:
+            return None
+        web = row["meta"]["web"]
+        try:
+            with open(web["trace"], encoding="utf-8") as f:
+                run = replayed(row["run_id"], row["agent"] or "", row["model"] or "", row["task"] or "",
+                               row["status"], row["started"] or 0.0, f)
+        except OSError:
+            run = replayed(row["run_id"], row["agent"] or "", row["model"] or "", row["task"] or "",
+                           row["status"], row["started"] or 0.0, [])
+        run.owner = session.key
+        run.workspace = Path(web["workspace"]) if web.get("workspace") else None
+        self._past[run_id] = run
+        return run
+
+    def _row(self, run_id: str) -> dict[str, Any] | None:
+        from ..runs.journal import Journal, JournalError
+
+        if not self.journal_path.exists():
+            return None
+        journal = Journal(self.journal_path)
+        try:
+            row = journal.find(run_id)
+        except JournalError:
+            return None
+        finally:
+            journal.close()
+        return row if row["run_id"] == run_id else None
+
+    def listing(self, session: Session, limit: int = 100) -> list[dict[str, Any]]:
+        from ..runs.journal import Journal
+
+        out = {r.run_id: {"run_id": r.run_id, "agent": r.agent, "model": r.model, "task": r.task,
+                          "status": r.status, "started": r.started, "live": r.live}
+               for r in session.runs.values()}
+        journal = Journal(self.journal_path)
+        try:
+            rows = journal.runs(limit * 10)
+        finally:
+            journal.close()
+        for row in rows:
+            if row["run_id"] in out or (row["meta"].get("web") or {}).get("session") != session.key:
+                continue
+            out[row["run_id"]] = {"run_id": row["run_id"], "agent": row["agent"],
+                                  "model": row["model"], "task": row["task"],
+                                  "status": row["status"], "started": row["started"], "live": False}
+        return sorted(out.values(), key=lambda r: r["started"] or 0, reverse=True)[:limit]

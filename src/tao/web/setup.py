@@ -1,0 +1,216 @@
+"""From a ``POST /api/runs`` body to an agent: the same builders the commands use (``tao.cli``'s
+``build_agent``, ``tao code``'s ``build_coder``, ``tao.models.resolve``, the ``Workspace``), so a
+run in the page is the run ``tao run`` / ``tao code`` would make - plus the page as approver and
+the server's journal.
+
+Every run gets its own model instance, tools and (for a coding run, or when the ``workspace``
+tool is picked) its own fresh folder: nothing is shared between runs, let alone between users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+AGENTS = ("react", "react-text", "codeact", "plan", "code")
+LOCAL = {"local": {"zh": "内置模型 Qwen2.5-Coder-0.5B（本机运行）",
+                   "en": "Embedded Qwen2.5-Coder-0.5B (runs here)"},
+         "local-1.5b": {"zh": "内置模型 Qwen2.5-Coder-1.5B（本机运行）",
+                        "en": "Embedded Qwen2.5-Coder-1.5B (runs here)"}}
+OPENAI_LABEL = {"zh": "OpenAI 兼容接口（base URL、API key、模型）",
+                "en": "OpenAI-compatible endpoint (base URL, API key, model)"}
+TOOLS = ("calculators", "weather", "workspace")
+
+
+class ModelChoice(BaseModel):
+    name: str = "local"
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    model: str | None = None
+
+
+class RunRequest(BaseModel):
+    """What the page sends to start a run (``agent`` is ignored by ``/api/compare``)."""
+
+    agent: str = "react"
+    model: ModelChoice = Field(default_factory=ModelChoice)
+    tools: list[str] = Field(default_factory=lambda: ["calculators"])
+    task: str
+    max_turns: int = Field(default=10, ge=1, le=100)
+    approve: list[str] = Field(default_factory=list)
+
+
+class BadRequest(ValueError):
+    """What the user asked for cannot be built; the message says what to change."""
+
+
+@dataclass
+class Built:
+    agent: Any
+    model_name: str
+    secrets: tuple[str, ...]
+    workspace: Path | None = None
+    closers: list[Callable[[], Any]] = field(default_factory=list)
+
+
+def weather_file() -> Path | None:
+    """Seed 001's weather demo (``examples/weather.py``), where this checkout has it."""
+    here = Path(__file__).resolve().parents[3] / "examples" / "weather.py"
+    return here if here.is_file() else None
+
+
+def mcp_specs() -> list[str]:
+    """The MCP servers ``./tao.toml`` names (none when there is no such file or it is broken:
+    the page must still open; ``tao run`` reports the file's error)."""
+    from ..config import ConfigError, load_config
+
+    try:
+        return list(load_config().mcp)
+    except (ConfigError, OSError):
+        return []
+
+
+def options(lang: str, extra: dict[str, Any]) -> dict[str, Any]:
+    models: list[dict[str, Any]] = [{"name": n, "label": label[lang]} for n, label in LOCAL.items()]
+    models.append({"name": "openai", "label": OPENAI_LABEL[lang],
+                   "needs": ["base_url", "api_key", "model"]})
+    models += [{"name": n, "label": n} for n in extra]
+    tools = [{"name": "calculators"}, *([{"name": "weather"}] if weather_file() else []),
+             {"name": "workspace"}, *({"name": f"mcp:{s}"} for s in mcp_specs())]
+    return {"agents": list(AGENTS), "models": models, "tools": tools, "lang": lang}
+
+
+def _model(choice: ModelChoice, agent: str, extra: dict[str, Callable[..., Any]]) -> Any:
+    if choice.name in extra:
+        factory = extra[choice.name]
+        takes = bool(inspect.signature(factory).parameters)  # a factory(agent): one script each
+        return factory(agent) if takes else factory()
+    if choice.name in LOCAL:
+        from ..models.resolve import resolve_model
+
+        return resolve_model(choice.name)
+    if choice.name == "openai":
+        missing = [k for k in ("api_key", "model") if not getattr(choice, k)]
+        if missing:  # never the server's own key from its environment, unasked
+            raise BadRequest(f"the OpenAI-compatible model needs {' and '.join(missing)}")
+        if choice.base_url and not re.match(r"^https?://", choice.base_url):
+            raise BadRequest("base_url must start with http:// or https://")
+        from ..models.openai import OpenAIModel
+
+        return OpenAIModel(choice.model, base_url=choice.base_url or None, api_key=choice.api_key)
+    names = [*LOCAL, "openai", *extra]
+    raise BadRequest(f"unknown model {choice.name!r}; use one of: {', '.join(names)}")
+
+
+def _tools(names: list[str]) -> tuple[list[Any], bool, list[str]]:
+    """The tools picked, whether a workspace was picked, and the MCP servers to open."""
+    tools: list[Any] = []
+    workspace, servers = False, []
+    known = set(mcp_specs())
+    for name in dict.fromkeys(names):
+        if name == "calculators":
+            from ..tools.calculator import calculate, calculator
+
+            tools += [calculate, calculator]
+        elif name == "weather" and weather_file() is not None:
+            from ..tools.loader import load_tools
+
+            tools += load_tools(str(weather_file()))
+        elif name == "workspace":
+            workspace = True
+        elif name.startswith("mcp:") and name[4:] in known:
+            servers.append(name[4:])
+        else:
+            raise BadRequest(f"unknown tool {name!r}; see GET /api/options")
+    return tools, workspace, servers
+
+
+def _open_mcp(specs: list[str]) -> list[Any]:
+    import os
+    import shlex
+
+    from ..config import load_config
+    from ..mcp import MCPServer
+
+    base, servers = load_config().base, []
+    try:
+        for spec in specs:
+            server = (MCPServer(url=spec) if re.match(r"^https?://", spec) else
+                      MCPServer(command=shlex.split(spec), cwd=base, env=dict(os.environ)))
+            servers.append(server)
+            server.connect()
+    except BaseException:
+        for s in servers:
+            s.close()
+        raise
+    return servers
+
+
+async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, Any],
+                workspace_root: Path, journal: Any, approver: Any) -> Built:
+    """The agent for one run. ``BadRequest`` (and ``TaoError``) for what cannot be built."""
+    from ..lang import detect_language
+
+    if agent not in AGENTS:
+        raise BadRequest(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
+    if not req.task.strip():
+        raise BadRequest("the task is empty")
+    secrets = (req.model.api_key,) if req.model.api_key else ()
+    model = _model(req.model, agent, extra)
+    tools, wants_ws, specs = _tools(req.tools)
+    built = Built(None, getattr(model, "name", req.model.name), secrets)
+    guard: dict[str, Any] = {"approve": approver, "journal": journal}
+    if req.approve:
+        guard["require_approval"] = list(req.approve)
+    ws = None
+    try:
+        servers = await asyncio.to_thread(_open_mcp, specs) if specs else []
+        built.closers += [s.close for s in servers]
+        if agent == "code" or wants_ws:
+            ws = _workspace(workspace_root / run_id, detect_language(req.task))
+            built.workspace = ws.root
+            built.closers.append(ws.close)
+        if agent == "code":
+            from ..cli.code import build_coder
+
+            for t in [*tools, *(t for s in servers for t in s)]:
+                ws.add(t)
+            built.agent = build_coder(model, ws, req.max_turns, **guard)
+        else:
+            import tao.cli
+
+            everything = [*tools, *servers, *([ws] if ws is not None else [])]
+            built.agent = tao.cli.build_agent(agent, model, req.max_turns,
+                                              tools=everything or None, guard=guard)
+    except BaseException:
+        await close(built)
+        raise
+    return built
+
+
+def _workspace(root: Path, language: str) -> Any:
+    """The run's own folder; run_command in the sandbox where there is one, else files only."""
+    from ..errors import TaoError
+    from ..tools.workspace import Workspace
+
+    try:
+        return Workspace(root, language=language)
+    except (TaoError, ValueError):  # no sandbox on this machine: the file tools still work
+        return Workspace(root, language=language, sandbox=False)
+
+
+async def close(built: Built) -> None:
+    for closer in built.closers:
+        try:
+            done = closer()
+            if inspect.isawaitable(done):
+                await done
+        except Exception:  # noqa: BLE001 - closing one must not keep the others open
+            pass
