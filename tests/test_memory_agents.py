@@ -78,6 +78,28 @@ def test_the_system_prompt_and_tool_list_never_end_up_stored(store):
         "Not remembered: that is text of the prompt or the tool list, not something the user said"]
 
 
+def test_a_secret_told_to_remember_is_kept_as_stars_and_never_recalled(store):
+    """An API key or a password given to the ``remember`` tool or said in the task is stored
+    as ``***`` (the model is told what was kept), a memory that is nothing but a key is
+    refused, and the next run's prompt holds none of them."""
+    key = "sk-" + "live-Zq3vT8wLk2Rb9Xy4Nc7Hd1"
+    model = ScriptedModel([tool_call("remember", text=f"Ana's OpenAI key is {key}"),
+                           tool_call("remember", text=key), "Noted."])
+    task = "I work at Acme and my VPN password is Tr0ub4dor&3. What is 2+3?"
+    result = ReActAgent(model, [calculator], memory=Memory(store, user="ana")).run(task)
+    said = [m.content for m in result.messages if m.role == "tool"]
+    assert said == ["Remembered: Ana's OpenAI key is ***",
+                    "Not remembered: it is a secret (a key, token or password); secrets are "
+                    "never kept in memory"]
+    assert {i.text for i in store.all()} == {"Ana's OpenAI key is ***",
+                                             "I work at Acme and my VPN password is ***."}
+    later = ScriptedModel(["ok"])
+    ReActAgent(later, memory=Memory(store, user="ana", min_score=0.0)).run("Where do I work?")
+    assert "I work at Acme" in seen_by(later)
+    assert key not in seen_by(later) and "Tr0ub4dor" not in seen_by(later)
+    assert Memory(store).save(["我的密钥是 9f8e7d6c5b4a"], "zh") == ["已记住：我的密钥是 ***"]
+
+
 def test_rules_keep_statements_about_the_user_not_questions_or_tasks():
     assert rules("I prefer answers in metric units. What is 3 km in miles?") == [
         "I prefer answers in metric units."]

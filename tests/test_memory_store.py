@@ -359,3 +359,54 @@ def test_any_text_is_a_query_and_any_text_a_memory(tmp_path):
 
     check()
     s.close()
+
+
+KEY = "sk-proj-" + "Zq3vT8wLk2Rb9Xy4Nc7Hd1Fg"  # key-shaped, made up
+GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+
+
+def test_secrets_are_stored_as_stars_and_the_rest_of_the_memory_is_kept(tmp_path, monkeypatch):
+    """What the audit log blanks never reaches the store either: keys by their shape, secret
+    environment variables, ``password=...`` and a password told in a sentence, zh and en -
+    not in the text, the metadata or the file's bytes. Sentences about a password or a token
+    that hold none stay as they are."""
+    monkeypatch.setenv("ACME_API_TOKEN", "acme-9f8e7d6c5b4a")
+    path = tmp_path / "memory.sqlite3"
+    with MemoryStore(path, embedder=False) as s:
+        said = {
+            f"My OpenAI key is {KEY}": "My OpenAI key is ***",
+            f"CI uses {GH} to push": "CI uses *** to push",
+            "The staging db: user=app password=hunter2x, port 5432":
+                "The staging db: user=app password=***, port 5432",
+            "My wifi password is Tr0ub4dor&3.": "My wifi password is ***.",
+            "我家 wifi 的密码是 lihua2024，别告诉别人": "我家 wifi 的密码是 ***，别告诉别人",
+            "The Acme token acme-9f8e7d6c5b4a expires in May": "The Acme token *** expires in May",
+            "My password was changed yesterday": "My password was changed yesterday",
+            "The session token is refreshed hourly": "The session token is refreshed hourly",
+            "密码错误三次会锁定账号": "密码错误三次会锁定账号",
+        }
+        for text, kept in said.items():
+            assert s.add(text, kind="fact").text == kept
+        item = s.add("deploy notes", kind="fact", task=f"push with {GH}", api_key="abc123xyz")
+        assert item.metadata == {"kind": "fact", "task": "push with ***", "api_key": "***"}
+        assert [i.text for i in s.search("staging db password", k=1)] == [
+            "The staging db: user=app password=***, port 5432"]
+        assert s.search("hunter2x", k=5) == [] and s.search("lihua2024", k=5) == []
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    for secret in (KEY, GH, "hunter2x", "Tr0ub4dor&3", "lihua2024", "acme-9f8e7d6c5b4a",
+                   "abc123xyz"):
+        assert secret.encode() not in raw, secret
+
+
+def test_a_store_written_before_secrets_were_blanked_reads_back_without_them(tmp_path,
+                                                                             monkeypatch):
+    path = tmp_path / "old.sqlite3"
+    with monkeypatch.context() as m:  # the store as the rule's absence wrote it
+        m.setattr("tao.memory.store.scrub", lambda text: text)
+        m.setattr("tao.memory.store.scrub_value", lambda value: value)
+        with MemoryStore(path, embedder=False) as s:
+            s.add(f"The deploy key is {KEY}", kind="fact", token="abc123xyz")
+    with MemoryStore(path, embedder=False) as s:
+        (item,) = s.all()
+        assert item.text == "The deploy key is ***" and item["token"] == "***"
+        assert s.context("deploy key") == "- The deploy key is ***"

@@ -19,7 +19,8 @@ and the whole call is fitted to the model's context (``short.Fitter``: oldest tu
 summarised, never the system prompt, the task or the last turns). The agent also gets a
 ``remember`` tool, and when the run has ended ``finish`` writes what the user said about
 themselves (``extract="rules"``, no model call; ``"model"``: one call; ``False``: nothing).
-Nothing that the agent sent as instructions is ever stored (``extract.PromptText``).
+Nothing that the agent sent as instructions is ever stored (``extract.PromptText``), and no
+secret: the store keeps an API key, a token or a password as ``***`` (``scrub``).
 
 ``memory=None`` (the default) still fits every call to the context the model declares (the
 embedded model's ``n_ctx``); ``memory=False`` turns even that off.
@@ -35,6 +36,7 @@ from .. import prompts
 from ..messages import Message, Usage
 from ..models.base import Chunk, Model, ModelResponse
 from .extract import PromptText, from_model, rules
+from .scrub import only_secret, scrub
 from .short import Counter, Fitter
 
 
@@ -113,9 +115,11 @@ class Memory:
                 out.append(prompts.render(t["refused"], why=t["empty"]))
             elif text in self.prompt_text:
                 out.append(prompts.render(t["refused"], why=t["prompt_text"]))
-            else:
-                self.store.add(text, kind=kind, **self.scope, **metadata)
-                out.append(prompts.render(t["remembered"], fact=text))
+            elif only_secret(scrub(text)):
+                out.append(prompts.render(t["refused"], why=t["secret"]))
+            else:  # what was kept, secrets blanked: the model learns they were not
+                item = self.store.add(text, kind=kind, **self.scope, **metadata)
+                out.append(prompts.render(t["remembered"], fact=item.text))
         return out
 
     def recalled(self, task: str) -> str:

@@ -45,6 +45,7 @@ from typing import Any
 
 from ..errors import TaoError
 from .embed import as_embedder
+from .scrub import scrub, scrub_value
 from .text import compress, estimate_tokens, segment, stem, term_set, terms
 
 RRF_K = 60
@@ -145,10 +146,11 @@ class MemoryStore:
     # ----- writing -----------------------------------------------------------------------
     def add(self, text: str, **metadata: Any) -> MemoryItem:
         """Stores ``text`` with its metadata (JSON values) and returns it. The same text with
-        the same metadata is stored once: adding it again returns the first item."""
+        the same metadata is stored once: adding it again returns the first item. Secrets
+        (API keys, tokens, ``password=...``) are stored as ``***`` (``scrub``)."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"a memory is a non-empty string, not {text!r}")
-        text = text.strip()
+        text, metadata = scrub(text.strip()), scrub_value(metadata)
         try:
             meta_json = json.dumps(metadata, ensure_ascii=False, sort_keys=True,
                                    allow_nan=False, separators=(",", ":"))
@@ -290,8 +292,9 @@ class MemoryStore:
 
     @staticmethod
     def _item(row: tuple) -> MemoryItem:
-        meta = row[2] if isinstance(row[2], dict) else json.loads(row[2])
-        return MemoryItem(id=int(row[0]), text=row[1], metadata=meta, created=float(row[3]))
+        meta = row[2] if isinstance(row[2], dict) else json.loads(row[2])  # scrubbed again:
+        return MemoryItem(id=int(row[0]), text=scrub(row[1]),  # a store from before the rule
+                          metadata=scrub_value(meta), created=float(row[3]))
 
 
 __all__ = ["MemoryItem", "MemoryStore", "MemoryStoreError", "compress", "default_path"]
