@@ -38,6 +38,7 @@ from tao.events import (
     event_from_dict,
 )
 from tao.models.base import Model
+from tao.tools.base import Toolbox
 
 
 def run(agent, task=SEED_TASK):
@@ -526,27 +527,59 @@ def test_english_task_gets_english_planner_prompt_with_an_example():
 
 
 class FormatRecorder(ScriptedModel):
-    """Records the ``response_format`` each call asks for."""
+    """Records the ``response_format`` and the ``grammar`` each call asks for."""
 
     def __init__(self, replies, grammar: bool):
         super().__init__(replies)
         self.supports_grammar = grammar
         self.formats: list = []
+        self.grammars: list = []
 
     def stream(self, messages, **kwargs):
         self.formats.append(kwargs.get("response_format"))
+        self.grammars.append(kwargs.get("grammar"))
         return super().stream(messages, **kwargs)
 
 
 @pytest.mark.parametrize("grammar", [True, False])
-def test_a_grammar_model_gets_the_constrained_plan_schema(grammar):
-    from tao.plan.schema import MAX_CONSTRAINED_STEPS
+def test_a_grammar_model_gets_the_plan_grammar_an_endpoint_the_schema(grammar):
+    from tao.plan.grammar import plan_grammar
 
     model = FormatRecorder([json.dumps(SEED_PLAN)], grammar)
     assert run(PlanExecuteAgent(model, [calculator]))[0].answer == "他还剩 4 元"
-    steps = model.formats[0]["json_schema"]["schema"]["properties"]["steps"]
-    assert steps.get("maxItems") == (MAX_CONSTRAINED_STEPS if grammar else None)
-    assert ("depends_on" in json.dumps(steps)) is not grammar  # a grammar model leaves it out
+    if grammar:  # steps numbered from step1, references only backwards (test_plan_grammar)
+        assert model.formats == [None]
+        assert model.grammars == [plan_grammar(Toolbox([calculator]))]
+    else:
+        assert model.grammars == [None]
+        steps = model.formats[0]["json_schema"]["schema"]["properties"]["steps"]
+        assert "maxItems" not in steps and "depends_on" in json.dumps(steps)
     example_plan = model.calls[0][2].content  # its worked example shows the plan as it may write it
     assert ("depends_on" in example_plan) is not grammar and '"$step1"' in example_plan
     assert ('"answer"' in example_plan) is not grammar
+
+
+def test_a_replan_under_the_grammar_continues_the_numbering_and_may_use_finished_steps():
+    from tao.plan.grammar import plan_grammar
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look a city up.
+
+        Args:
+            city: the city
+        """
+        raise ConnectionError("the lookup service is down")
+
+    first = {"steps": [
+        {"id": "step1", "description": "3 本书", "tool": "calculator",
+         "args": {"operation": "multiply", "a": 3, "b": 12}},
+        {"id": "step2", "description": "查询", "tool": "lookup", "args": {"city": "北京"}}]}
+    second = {"steps": [{"id": "step3", "description": "剩下的钱", "tool": "calculator",
+                         "args": {"operation": "subtract", "a": 50, "b": "$step1"}}]}
+    model = FormatRecorder([json.dumps(first), json.dumps(second)], True)
+    agent = PlanExecuteAgent(model, [calculator, lookup], max_retries=0)
+    assert run(agent)[0].answer == "14"
+    tools = Toolbox([calculator, lookup])
+    assert model.grammars == [plan_grammar(tools),
+                              plan_grammar(tools, first=3, finished=["step1"])]

@@ -11,7 +11,7 @@ which the embedded model turns into a grammar.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +118,13 @@ class Planner:
             {"type": "json_object"} if self._kind == "json_object" else None)
 
     async def _call_plan(self, on_text: Callable[[str], None] | None = None,
-                         on_retry: Callable[[], None] | None = None) -> Message:
+                         on_retry: Callable[[], None] | None = None, first: int = 1,
+                         finished: Iterable[str] = ()) -> Message:
+        if self.constrained:  # numbered in order, references only backwards (``plan.grammar``)
+            from .grammar import plan_grammar
+
+            gbnf = plan_grammar(self.toolbox, self.agent_steps, first=first, finished=finished)
+            return await self.call(on_text, on_retry, grammar=gbnf)
         while True:
             fmt = self.format
             try:
@@ -131,9 +137,9 @@ class Planner:
                                 f"{self._kind or 'no response_format'} ({e})", self.tally.turns,
                                 recoverable=True))
 
-    async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0) -> Plan:
+    async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0, first: int = 1) -> Plan:
         for fix in range(tried, self.max_fixes + 1):
-            reply = await self._call_plan()
+            reply = await self._call_plan(first=first, finished=finished)
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
                                   finished=finished, constrained=self.constrained)
@@ -213,7 +219,8 @@ class Planner:
             self.messages.append(Message.user(prompts.render(
                 self.texts["invalid_streamed"], errors="\n".join([problems, *failures]),
                 finished=self.results(done), next_id=self._next_id(finished, troubles))))
-        return await self._ask_plan(finished, tried=1)
+        return await self._ask_plan(finished, tried=1,
+                                    first=int(self._next_id(finished, troubles)[4:]))
 
     def _trouble_lines(self, troubles: Sequence[Outcome]) -> list[str]:
         return [prompts.render(self.texts["failure_line" if o.status == "failed" else "skipped_line"],
@@ -234,7 +241,7 @@ class Planner:
         self.messages.append(Message.user(prompts.render(
             self.texts["replan"], task=task, finished=self.results(done), failure=failure,
             next_id=self._next_id(finished, troubles))))
-        return await self._ask_plan(finished), failure
+        return await self._ask_plan(finished, first=int(self._next_id(finished, troubles)[4:])), failure
 
     async def synthesize(self, task: str, outcomes: Sequence[Outcome]) -> str:
         self.messages.append(Message.user(prompts.render(
