@@ -5,14 +5,9 @@ sessions and the token."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,75 +16,9 @@ uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")
 pytest.importorskip("sse_starlette")
 
-from tao.messages import Message, ToolCall  # noqa: E402
-from tao.models.base import Model  # noqa: E402
-from tao.models.scripted import ScriptedModel, tool_call  # noqa: E402
+from web_helpers import MODELS, Served, sse, start  # noqa: E402
+
 from tao.web import create_app  # noqa: E402
-
-TASK_ZH = "小明有 50 元，买了 3 本书每本 12 元，请问他还剩多少钱？"
-
-
-def zh_script() -> ScriptedModel:
-    return ScriptedModel([
-        ("先算书的总价：3 × 12。", tool_call("calculator", operation="multiply", a=3, b=12)),
-        ("再用 50 减去 36。", tool_call("calculator", operation="subtract", a=50, b=36)),
-        "小明还剩 14 元。"], chunk_size=3, name="scripted-zh")
-
-
-class Paced(Model):
-    """A model that takes ``delay`` seconds per chunk: a run that is still going when the test
-    reconnects or cancels."""
-
-    def __init__(self, inner: Model, delay: float):
-        self.inner, self.delay = inner, delay
-        self.name, self.supports_grammar = inner.name, inner.supports_grammar
-
-    async def stream(self, messages: Any, **kwargs: Any):
-        async for chunk in self.inner.stream(messages, **kwargs):
-            await asyncio.sleep(self.delay)
-            yield chunk
-
-
-def slow_script() -> Model:
-    steps: list[Any] = [(f"第 {i} 步。", tool_call("calculator", operation="add", a=i, b=1))
-                        for i in range(1, 6)]
-    return Paced(ScriptedModel([*steps, "完成。"], chunk_size=2), 0.05)
-
-
-MODELS = {"scripted-zh": zh_script, "slow": slow_script}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Served:
-    """A real uvicorn serving ``app`` in a thread."""
-
-    def __init__(self, app: Any):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Served:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-    def client(self, **kw: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30, **kw)
 
 
 @pytest.fixture
@@ -98,40 +27,6 @@ def served(tmp_path: Path) -> Iterator[Served]:
                      workspace_root=tmp_path / "workspaces")
     with Served(app) as s:
         yield s
-
-
-def sse(client: httpx.Client, run_id: str, *, last: int | None = None, limit: int | None = None,
-        query: bool = False) -> list[dict[str, Any]]:
-    """The SSE messages of a run as dicts {id, event, data}; stops after ``limit`` events."""
-    headers = {"Last-Event-ID": str(last)} if last is not None and not query else {}
-    params = {"last_event_id": last} if last is not None and query else {}
-    out: list[dict[str, Any]] = []
-    with client.stream("GET", f"/api/runs/{run_id}/events", headers=headers, params=params) as r:
-        assert r.status_code == 200, r.read()
-        assert r.headers["content-type"].startswith("text/event-stream")
-        msg: dict[str, Any] = {}
-        for line in r.iter_lines():
-            if line.startswith(":"):
-                continue
-            if not line:
-                if "event" in msg:
-                    msg["data"] = json.loads(msg["data"])
-                    out.append(msg)
-                    if msg["event"] == "end" or (limit is not None and len(out) >= limit):
-                        break
-                msg = {}
-                continue
-            key, _, value = line.partition(": ")
-            msg[key] = value
-    return out
-
-
-def start(client: httpx.Client, **body: Any) -> str:
-    body = {"agent": "react", "model": {"name": "scripted-zh"}, "tools": ["calculators"],
-            "task": TASK_ZH, **body}
-    r = client.post("/api/runs", json=body)
-    assert r.status_code == 201, r.text
-    return r.json()["run_id"]
 
 
 def test_a_chinese_run_streams_thought_action_observation_answer_in_order(served: Served) -> None:
@@ -168,3 +63,99 @@ def test_a_reconnect_with_last_event_id_loses_and_repeats_nothing(served: Served
     joined = [m["data"] for m in first + rest[:-1]]
     assert joined == full and [e["seq"] for e in joined] == list(range(1, len(full) + 1))
     assert full[-1]["type"] == "run_finished" and rest[-1]["data"] == {"status": "done"}
+
+
+def test_a_cancelled_run_ends_cancelled_and_keeps_the_files_written(served: Served) -> None:
+    with served.client() as c:
+        run_id = start(c, model={"name": "writer"}, tools=["workspace"], task="写三个文件")
+        seen = sse(c, run_id, until="observation")  # a.txt is written
+        assert seen[-1]["data"]["call_id"] and "a.txt" in seen[-1]["data"]["content"]
+        r = c.post(f"/api/runs/{run_id}/cancel")
+        assert r.status_code == 202
+        rest = sse(c, run_id, last=int(seen[-1]["id"]))
+        assert rest[-1]["data"] == {"status": "cancelled"}
+        assert rest[-2]["event"] == "run_finished"
+        assert rest[-2]["data"]["result"]["status"] == "cancelled"
+        files = c.get(f"/api/runs/{run_id}/files").json()["files"]
+        assert {"path": "a.txt", "size": len("第一个文件\n".encode())} in files
+        assert "c.txt" not in [f["path"] for f in files]
+        assert c.get(f"/api/runs/{run_id}/files/a.txt").text == "第一个文件\n"
+        listed = c.get("/api/runs").json()["runs"][0]
+        assert (listed["run_id"], listed["status"], listed["live"]) == (run_id, "cancelled", False)
+        assert c.post(f"/api/runs/{run_id}/cancel").status_code == 202  # again: nothing to do
+
+
+@pytest.mark.parametrize("answer, heard", [
+    ({"verdict": "approve"}, "42"),
+    ({"verdict": "reject", "reason": "不许算"}, "不许算"),
+    ({"verdict": "edit", "arguments": {"operation": "add", "a": 1, "b": 2}}, "3"),
+], ids=["approve", "reject", "edit"])
+def test_a_gated_call_waits_for_the_answer_posted_and_the_agent_gets_it(
+        served: Served, answer: dict, heard: str) -> None:
+    with served.client() as c:
+        run_id = start(c, model={"name": "echo"}, approve=["calculator"], task="15 加 27")
+        seen = sse(c, run_id, until="approval_requested")
+        asked = seen[-1]["data"]
+        assert asked["tool"] == "calculator" and asked["arguments"] == {
+            "operation": "add", "a": 15, "b": 27}
+        assert "action" not in [m["event"] for m in seen]  # nothing shown or run before the answer
+        time.sleep(0.3)
+        assert c.get("/api/runs").json()["runs"][0]["live"] is True  # it waits
+        wrong = c.post(f"/api/runs/{run_id}/approvals", json={"call_id": "nope", "verdict": "approve"})
+        assert wrong.status_code == 404
+        r = c.post(f"/api/runs/{run_id}/approvals", json={"call_id": asked["call_id"], **answer})
+        assert r.status_code == 200, r.text
+        rest = sse(c, run_id, last=int(seen[-1]["id"]))
+        again = c.post(f"/api/runs/{run_id}/approvals", json={"call_id": asked["call_id"], **answer})
+        assert again.status_code == 404  # answered already
+    decided = next(m["data"] for m in rest if m["event"] == "approval_decided")
+    assert decided["by"] == "web" and decided["call_id"] == asked["call_id"]
+    result = rest[-2]["data"]["result"]
+    assert result["status"] == "done" and heard in result["answer"]
+    assert ("42" in result["answer"]) == (answer["verdict"] == "approve")  # 15 + 27 ran only then
+
+
+def test_a_bad_approval_verdict_is_a_clear_400_and_the_call_still_waits(served: Served) -> None:
+    with served.client() as c:
+        run_id = start(c, model={"name": "echo"}, approve=["calculator"], task="15 加 27")
+        asked = sse(c, run_id, until="approval_requested")[-1]
+        call_id = asked["data"]["call_id"]
+        r = c.post(f"/api/runs/{run_id}/approvals", json={"call_id": call_id, "verdict": "yes"})
+        assert r.status_code == 400 and "approve, reject, edit" in r.json()["detail"]
+        r = c.post(f"/api/runs/{run_id}/approvals", json={"call_id": call_id, "verdict": "edit"})
+        assert r.status_code == 400 and "arguments" in r.json()["detail"]
+        assert c.post(f"/api/runs/{run_id}/approvals",
+                      json={"call_id": call_id, "verdict": "approve"}).status_code == 200
+        assert sse(c, run_id, last=int(asked["id"]))[-1]["data"] == {"status": "done"}
+
+
+def compare_model(agent: str):
+    """Each architecture's own script for the same question (a factory that takes the agent)."""
+    from test_compare import PLAN, codeact_script, react_script
+
+    from tao.models.scripted import ScriptedModel
+
+    return ScriptedModel({"react": react_script, "codeact": codeact_script,
+                          "plan": lambda: [PLAN]}[agent]())
+
+
+def test_compare_runs_the_three_architectures_each_with_its_own_events(tmp_path: Path) -> None:
+    from test_compare import XIAOMING
+
+    app = create_app(journal=tmp_path / "runs.db", models={"per-agent": compare_model},
+                     workspace_root=tmp_path / "ws")
+    with Served(app) as s, s.client() as c:
+        r = c.post("/api/compare", json={"model": {"name": "per-agent"}, "tools": ["calculators"],
+                                         "task": XIAOMING})
+        assert r.status_code == 201, r.text
+        ids = r.json()["run_ids"]
+        assert list(ids) == ["react", "codeact", "plan"] and len(set(ids.values())) == 3
+        results = {}
+        for agent, run_id in ids.items():
+            events = sse(c, run_id)[:-1]
+            assert {e["data"]["run_id"] for e in events} == {run_id}
+            results[agent] = events[-1]["data"]["result"]
+    assert {a: r["status"] for a, r in results.items()} == dict.fromkeys(ids, "done")
+    assert results["react"]["answer"] == "他还剩 4 元。" and results["react"]["tool_calls"] == 4
+    assert "4" in results["codeact"]["answer"] and results["plan"]["answer"] == "他还剩 4 元"
+    assert results["react"]["turns"] == 5 and results["plan"]["turns"] == 1
