@@ -58,11 +58,12 @@ def free_port() -> int:
 class Served:
     """A real uvicorn serving ``app`` in a thread."""
 
-    def __init__(self, app: Any):
+    def __init__(self, app: Any, log_level: str = "warning"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off"))
+                                                    log_level=log_level, lifespan="off",
+                                                    log_config=None))  # logs reach caplog
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Served:

@@ -164,6 +164,10 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
         raise BadRequest("the task is empty")
     secrets = (req.model.api_key,) if req.model.api_key else ()
     model = _model(req.model, agent, extra)
+    if secrets:
+        from .unkeyed import Unkeyed
+
+        model = Unkeyed(model, secrets)
     tools, wants_ws, specs = _tools(req.tools)
     built = Built(None, getattr(model, "name", req.model.name), secrets)
     guard: dict[str, Any] = {"approve": approver, "journal": journal}

@@ -1,0 +1,54 @@
+"""Every run the workbench serves is journaled (``tao.runs``): after a restart of the server the
+same browser (its ``tao_session`` cookie) still lists its runs and replays their events; another
+browser sees none of them; ``tao runs`` lists them too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
+pytest.importorskip("sse_starlette")
+
+from web_helpers import MODELS, Served, sse, start  # noqa: E402
+
+from tao.runs.journal import Journal  # noqa: E402
+from tao.web import create_app  # noqa: E402
+
+
+def served(tmp_path: Path) -> Served:
+    return Served(create_app(journal=tmp_path / "runs.db", models=MODELS,
+                             workspace_root=tmp_path / "ws"))
+
+
+def test_past_runs_are_listed_and_replayed_after_a_restart(tmp_path: Path) -> None:
+    with served(tmp_path) as s, s.client() as c:
+        answered = start(c)
+        live = sse(c, answered)[:-1]
+        written = start(c, model={"name": "writer"}, tools=["workspace"], task="写三个文件")
+        sse(c, written)
+        cookie = c.cookies["tao_session"]
+    rows = {r["run_id"]: r for r in Journal(tmp_path / "runs.db").runs()}
+    assert rows[answered]["status"] == "done" and rows[answered]["agent"] == "react"
+    assert rows[answered]["model"] == "scripted-zh" and "小明" in rows[answered]["task"]
+    assert cookie not in str(rows[answered]["meta"])  # the journal keeps a hash, not the cookie
+
+    with served(tmp_path) as s, s.client(cookies={"tao_session": cookie}) as c, \
+            s.client() as stranger:
+        runs = c.get("/api/runs").json()["runs"]
+        assert [r["run_id"] for r in runs] == [written, answered]  # newest first
+        assert runs[1] == {"run_id": answered, "agent": "react", "model": "scripted-zh",
+                           "task": rows[answered]["task"], "status": "done",
+                           "started": rows[answered]["started"], "live": False}
+        replayed = c.get(f"/api/runs/{answered}/replay").json()["events"]
+        assert replayed == [m["data"] for m in live]
+        again = sse(c, answered, last=3)  # a past run's events over SSE, from where asked
+        assert [m["data"] for m in again[:-1]] == replayed[3:]
+        assert again[-1]["data"] == {"status": "done"}
+        assert c.get(f"/api/runs/{written}/files/src/b.txt").text == "second\n"
+        assert stranger.get("/api/runs").json()["runs"] == []
+        assert stranger.get(f"/api/runs/{answered}/replay").status_code == 404
+        assert stranger.get(f"/api/runs/{written}/files/a.txt").status_code == 404
