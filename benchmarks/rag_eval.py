@@ -4,10 +4,13 @@ answers it.
 
     python benchmarks/rag_eval.py                   # retrieval: recall@1/@5, MRR (no model)
     flock /tmp/tao-model.lock python benchmarks/rag_eval.py --answers 20   # + the embedded model
+    flock /tmp/tao-model.lock python benchmarks/rag_eval.py --answers 25 --offset 25 --rows r.jsonl
+    python benchmarks/rag_eval.py --summarize r.jsonl                      # chunks added up
 
 A question is retrieved when one of the top 5 passages is from its file and its line range holds
 the line of the fact (a PDF: the page). ``--answers N``: ReAct on the embedded model with the
-``search_docs`` tool answers the first N questions (spread over both languages); an answer is
+``search_docs`` tool answers the first N questions (en and zh in turn; ``--model``: the 1.5B
+by default); an answer is
 correct when it contains the expected value, and cites when it names the right file with a
 line. ``--keyword`` runs the retrieval without vectors too, to show what they add.
 """
@@ -73,38 +76,58 @@ def retrieval(index, questions: list[dict]) -> dict:
             "missed": [q["question"] for q, r in zip(questions, ranks) if not r or r > 5]}
 
 
-def answers(index, questions: list[dict], n: int) -> dict:
-    from tao import ReActAgent
-    from tao.models.local import LocalModel
-
-    model = LocalModel()
+def interleaved(questions: list[dict]) -> list[dict]:
+    """en, zh, en, zh...: any prefix (``--answers N``) and any slice (``--offset``) holds both."""
     zh = [q for q in questions if any("\u4e00" <= c <= "\u9fff" for c in q["question"])]
     en = [q for q in questions if q not in zh]
-    picked = [q for pair in zip(en, zh) for q in pair][:n]
-    right = cited = 0
+    out = [q for pair in zip(en, zh) for q in pair]
+    return out + [q for q in questions if q not in out]
+
+
+def answers(index, questions: list[dict], n: int, offset: int = 0, model_spec: str = "local",
+            rows_file: Path | None = None) -> dict:
+    from tao import ReActAgent
+    from tao.models.resolve import resolve_model
+
+    model = resolve_model(model_spec)
+    picked = interleaved(questions)[offset:offset + n]
     rows = []
     t0 = time.perf_counter()
     for q in picked:
         t = time.perf_counter()
         result = ReActAgent(model, [index.tool()], max_turns=4).run(q["question"])
         answer = result.answer or ""
-        ok = q["answer"].casefold() in answer.casefold()
-        cite = f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer
-        right += ok
-        cited += cite
-        rows.append({"question": q["question"], "answer": answer[:200], "correct": ok,
-                     "cited": cite, "status": result.status, "turns": result.turns,
-                     "searches": result.tool_calls, "error": result.error,
+        queries = [c.arguments.get("query") for m in result.messages if m.role == "assistant"
+                   for c in (m.tool_calls or ())]
+        rows.append({"question": q["question"], "expected": q["answer"], "file": q["file"],
+                     "answer": answer[:300], "correct": q["answer"].casefold() in answer.casefold(),
+                     "cited": f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer,
+                     "status": result.status, "turns": result.turns, "queries": queries,
+                     "error": result.error, "model": model.name,
                      "seconds": round(time.perf_counter() - t, 1)})
         print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
-    return {"answered": len(picked), "accuracy": round(right / max(1, len(picked)), 3),
-            "cited": round(cited / max(1, len(picked)), 3),
-            "seconds": round(time.perf_counter() - t0, 1), "rows": rows}
+        if rows_file is not None:
+            with rows_file.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
+    return summary(rows, time.perf_counter() - t0)
+
+
+def summary(rows: list[dict], seconds: float | None = None) -> dict:
+    n = max(1, len(rows))
+    return {"answered": len(rows), "accuracy": round(sum(r["correct"] for r in rows) / n, 3),
+            "cited": round(sum(r["cited"] for r in rows) / n, 3),
+            "seconds": round(seconds if seconds is not None
+                             else sum(r["seconds"] for r in rows), 1), "rows": rows}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--answers", type=int, default=0, help="questions for the embedded model")
+    ap.add_argument("--offset", type=int, default=0, help="skip the first N (runs in chunks)")
+    ap.add_argument("--model", default="local", help="local (1.5B), local-0.5b, openai...")
+    ap.add_argument("--rows", type=Path, help="append each answer's row to this JSONL file")
+    ap.add_argument("--summarize", type=Path, nargs="+", metavar="ROWS",
+                    help="only report the answers in these --rows files (no model)")
     ap.add_argument("--keyword", action="store_true", help="also retrieve without vectors")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -113,6 +136,10 @@ def main() -> None:
     questions = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()
                  if line.strip()]
     out: dict = {}
+    if args.summarize:
+        rows = [json.loads(line) for f in args.summarize
+                for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out["answers"] = summary(rows)
     with tempfile.TemporaryDirectory() as tmp:
         kinds = [("hybrid", None)] + ([("keyword", False)] if args.keyword else [])
         for name, embedder in kinds:
@@ -123,7 +150,8 @@ def main() -> None:
                          "failed": done["failed"],
                          "index_s": round(time.perf_counter() - t, 2), **retrieval(index, questions)}
             if name == "hybrid" and args.answers:
-                out["answers"] = answers(index, questions, args.answers)
+                out["answers"] = answers(index, questions, args.answers, args.offset,
+                                         args.model, args.rows)
             index.close()
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=1))
@@ -144,7 +172,9 @@ def main() -> None:
               f"{a['answered']} questions in {a['seconds']} s")
         for row in a["rows"]:
             print(f"   {'ok ' if row['correct'] else 'NO '}{'cite ' if row['cited'] else '     '}"
-                  f"{row['question']} -> {row['answer']!r}")
+                  f"{row['question']} -> {row['answer']!r}"
+                  + ("" if row["correct"] else f" (expected {row.get('expected')!r}, "
+                     f"searched {row.get('queries')})"))
 
 
 if __name__ == "__main__":

