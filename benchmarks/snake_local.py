@@ -1,20 +1,22 @@
 """Seed 002's snake demo on the embedded model, judged in a real browser, N times.
 
     flock /tmp/tao-model.lock python benchmarks/snake_local.py [--runs 5] [--model local]
-        [--max-tokens 1024] [--n-ctx 8192] [--temperature 0.7] [--max-turns 15] [--keep DIR]
+        [--max-tokens N] [--n-ctx N] [--temperature 0] [--max-turns 15] [--keep DIR] [--json FILE]
 
-Each run is the agent ``tao code`` builds (``tao.cli.code.build_coder``: ReAct, text protocol, on
-a ``Workspace`` with run_command in the sandbox) in a fresh folder, then
-``snake_check.check_isolated`` on that folder (headless Chromium: no JavaScript errors, a canvas
-or grid, an arrow key changes the game). One table row per run: the verdict, the write_file turns
-(``--json`` lists their paths), whether the run ended in Finish, turns, tokens (prompt +
-completion), seconds of the agent run, the checker's reason.
+Each run is what ``tao code TASK --model SPEC`` runs: the model ``tao.cli.code.for_coding`` gives
+(the embedded model with room for a whole file a reply: 2048 tokens, 8192 of context) and the
+agent ``tao.cli.code.build_coder`` builds (ReAct, text protocol, on a ``Workspace`` with
+run_command in the sandbox), in a fresh folder; then ``snake_check.check_isolated`` on that folder
+(headless Chromium: no JavaScript errors, a canvas or grid, an arrow key changes the game). One
+table row per run: the verdict, the write_file turns (``--json`` lists their paths), whether the
+run ended in Finish, turns, tokens (prompt + completion), seconds of the agent run, the checker's
+reason.
 
-Decoding: ``--temperature 0`` is greedy, as ``tao code`` decodes - every run is then the same
-run. With a temperature, run i samples with seed i, so the N runs are N different draws and each
-can be replayed alone (``--first-seed``). ``--max-tokens 1024 --n-ctx 8192`` leave room for a
-whole game.js in one reply and a long history; ``--max-tokens 512 --n-ctx 4096 --temperature 0``
-is exactly what ``tao code --model local`` runs (``LocalModel()``'s defaults).
+Decoding: greedy by default, as ``tao code`` decodes - every run is then the same run (llama.cpp
+on the CPU is deterministic), so N greedy runs measure the seconds, not the odds. With
+``--temperature``, run i samples with seed i: N different draws, each replayable alone
+(``--first-seed``); llama-cpp-python's sampler then runs the grammar over the whole vocabulary
+each token, which is far slower than greedy decoding.
 """
 
 from __future__ import annotations
@@ -60,12 +62,20 @@ class Run:
         return all(self.files.get(f) for f in FILES)
 
 
-def model_for(spec: str, *, max_tokens: int, n_ctx: int, temperature: float):
-    from tao.models.local import LocalModel
+def model_for(spec: str, *, max_tokens: int | None = None, n_ctx: int | None = None,
+              temperature: float = 0.0):
+    """The model ``tao code --model SPEC`` runs (``tao.cli.code.for_coding``: room for a whole
+    file a reply), with any limit given here in place of tao code's."""
+    from tao.cli.code import for_coding
+    from tao.models.resolve import resolve_model
 
-    name = {"local": "qwen2.5-coder-0.5b", "local-0.5b": "qwen2.5-coder-0.5b",
-            "local-1.5b": "qwen2.5-coder-1.5b"}[spec]
-    return LocalModel(name, max_tokens=max_tokens, n_ctx=n_ctx, temperature=temperature)
+    model = for_coding(resolve_model(spec))
+    if max_tokens is not None:
+        model.max_tokens = max_tokens
+    if n_ctx is not None:
+        model.n_ctx = n_ctx
+    model.temperature = temperature
+    return model
 
 
 async def _agent_run(agent, task: str, run: Run, log) -> None:
@@ -134,10 +144,11 @@ def row(i: int, r: Run) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--model", default="local", choices=("local", "local-0.5b", "local-1.5b"))
-    ap.add_argument("--max-tokens", type=int, default=1024, help="per reply (LocalModel's default: 512)")
-    ap.add_argument("--n-ctx", type=int, default=8192, help="context (LocalModel's default: 4096)")
-    ap.add_argument("--temperature", type=float, default=0.7, help="0: greedy, as tao code decodes")
+    ap.add_argument("--model", default="local", choices=("local", "local-0.5b", "local-1.5b"),
+                    help="as tao code --model (local: the default embedded model, the 1.5B)")
+    ap.add_argument("--max-tokens", type=int, help="per reply (default: tao code's, 2048)")
+    ap.add_argument("--n-ctx", type=int, help="context (default: tao code's, 8192)")
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy, as tao code decodes")
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--max-turns", type=int, default=15, help="tao code's default")
     ap.add_argument("--budget", type=float, default=0, help="start no run after this many seconds (0: none)")
@@ -148,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                       temperature=args.temperature)
     out = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="snake-local-"))
     out.mkdir(parents=True, exist_ok=True)
-    print(f"model {model.name}, max_tokens {args.max_tokens}, n_ctx {args.n_ctx}, temperature "
+    print(f"model {model.name}, max_tokens {model.max_tokens}, n_ctx {model.n_ctx}, temperature "
           f"{args.temperature}, max_turns {args.max_turns}; runs in {out}", flush=True)
     print("| run | ok | write_file turns | Finish | turns | tokens (prompt+completion) | seconds | "
           "files (bytes) | checker |")

@@ -189,3 +189,18 @@ def test_native_tool_calls_show_in_short(use_model, workdir):
     view(TurnStarted(1))
     view(Action(tool_call("write_file", path="game.js", content=GAME), 1))
     assert f'Action: write_file(path=\'game.js\', content=<{len(GAME)} characters>)' in console.file.getvalue()
+
+
+def test_the_embedded_model_gets_room_for_a_whole_file(tmp_path):
+    # LocalModel's 512-token replies cut a game.js in the middle, and a cut block writes nothing
+    from tao.cli.code import for_coding
+    from tao.models.local import LocalModel
+
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")  # never loaded: the limits are set before the weights load
+    model = for_coding(LocalModel(path=gguf))
+    assert (model.max_tokens, model.n_ctx) == (2048, 8192)
+    roomier = for_coding(LocalModel(path=gguf, max_tokens=4096, n_ctx=16384))
+    assert (roomier.max_tokens, roomier.n_ctx) == (4096, 16384)  # more than that is kept
+    scripted = ScriptedModel(["Thought: done\nAction: Finish【ok】"])
+    assert for_coding(scripted) is scripted

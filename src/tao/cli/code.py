@@ -52,6 +52,23 @@ def ask_task(language: str) -> str:
             return task
 
 
+#: The embedded model's limits for coding: one reply holds a whole file (the 1.5B model's snake
+#: game.js is ~1,500 tokens; LocalModel's default of 512 cuts it, and a cut block writes nothing)
+#: and the run's history holds every file written so far.
+LOCAL_MAX_TOKENS, LOCAL_N_CTX = 2048, 8192
+
+
+def for_coding(model: Any) -> Any:
+    """``model`` with room for a file a reply: a ``LocalModel`` not yet loaded gets at least
+    ``LOCAL_MAX_TOKENS`` a reply and ``LOCAL_N_CTX`` of context; any other model is left as is."""
+    from ..models.local import LocalModel  # no llama_cpp import: that happens on first load
+
+    if isinstance(model, LocalModel):
+        model.max_tokens = max(model.max_tokens, LOCAL_MAX_TOKENS)
+        model.n_ctx = max(model.n_ctx, LOCAL_N_CTX)
+    return model
+
+
 #: what ``tao code`` asks about by default: commands that delete, fetch or take root
 DANGEROUS = r"\b(rm|rmdir|curl|wget|sudo|su|chmod|chown|dd|mkfs|shutdown|reboot)\b"
 
@@ -118,7 +135,7 @@ def code_command(
         else ask_task(locale_language())
     language = detect_language(task)
     try:
-        chosen = pkg().resolve_model(s.model, timeout=s.timeout)
+        chosen = for_coding(pkg().resolve_model(s.model, timeout=s.timeout))
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
     servers = open_mcp(mcp, s.config)  # their tools join the workspace's (prefixed on a clash)
@@ -183,4 +200,4 @@ def _close(ws: Any) -> None:
         pass
 
 
-__all__ = ["ask_task", "build_coder", "code_command"]
+__all__ = ["ask_task", "build_coder", "code_command", "for_coding"]
