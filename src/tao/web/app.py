@@ -33,7 +33,7 @@ from .. import safe_json
 from ..errors import TaoError
 from .approvals import NotPending
 from .gate import Gate
-from .sessions import Server, Session
+from .sessions import Server, Session, TooMany
 from .setup import BadRequest, RunRequest, options
 
 STATIC = Path(__file__).parent / "static"
@@ -101,6 +101,8 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
             if len(agents) == 1:
                 return [await server.start(session(request), req, agents[0])]
             return await server.compare(session(request), req)
+        except TooMany as e:
+            raise HTTPException(429, str(e)) from None
         except (BadRequest, TaoError, ValueError, TypeError, ImportError, OSError) as e:
             text = f"{e}"
             if req.model.api_key:

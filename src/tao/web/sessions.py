@@ -23,8 +23,14 @@ from .approvals import WebApprover
 from .live import LiveRun, replayed
 from .setup import Built, RunRequest, build, close
 
-#: runs a session keeps in memory (older ones are still in the journal)
-KEEP = 100
+#: runs a session keeps in memory (older ones are still in the journal); past runs read back
+KEEP, PAST = 100, 200
+#: runs one session may have going at once (a compare is three)
+MAX_LIVE = 8
+
+
+class TooMany(RuntimeError):
+    """The session has ``MAX_LIVE`` runs going: one must end first."""
 
 
 def new_id() -> str:
@@ -59,9 +65,9 @@ class Server:
         self._past: dict[str, LiveRun] = {}
 
     def session(self, session_id: str) -> Session:
-        if session_id not in self.sessions:
-            self.sessions[session_id] = Session(session_id)
-        return self.sessions[session_id]
+        """The user's session; kept once it starts a run (a request without one costs nothing:
+        a client sending no cookie gets a new id each time)."""
+        return self.sessions.get(session_id) or Session(session_id)
 
     # -- starting runs ---------------------------------------------------------------------------
     async def start(self, session: Session, req: RunRequest, agent: str) -> LiveRun:
@@ -77,10 +83,12 @@ class Server:
         try:
             for agent in ("react", "codeact", "plan"):
                 prepared.append(await self._prepare(session, req, agent))
-        except BaseException:
+        except BaseException:  # none of the three starts: the ones built are forgotten again
             for run, built in prepared:
                 await close(built)
                 run.finish("error")
+                self.sessions.get(session.id, session).runs.pop(run.run_id, None)
+                (self.traces / f"{run.run_id}.jsonl").unlink(missing_ok=True)
             raise
 
         async def chain() -> None:
@@ -95,6 +103,10 @@ class Server:
     async def _prepare(self, session: Session, req: RunRequest, agent: str) -> tuple[LiveRun, Built]:
         from ..runs.journal import Journal
 
+        if sum(r.live for r in session.runs.values()) >= MAX_LIVE:
+            raise TooMany(f"{MAX_LIVE} runs of yours are going already: wait for one to end, "
+                          "or cancel one")
+        session = self.sessions.setdefault(session.id, session)
         run_id = uuid.uuid4().hex
         trace = self.traces / f"{run_id}.jsonl"
         ws = self.workspace_root / run_id
@@ -198,6 +210,8 @@ class Server:
         run.owner = session.key
         run.workspace = Path(web["workspace"]) if web.get("workspace") else None
         self._past[run_id] = run
+        while len(self._past) > PAST:
+            del self._past[next(iter(self._past))]
         return run
 
     def _row(self, run_id: str) -> dict[str, Any] | None:
