@@ -5,6 +5,7 @@ sessions and the token."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,3 +160,23 @@ def test_compare_runs_the_three_architectures_each_with_its_own_events(tmp_path:
     assert results["react"]["answer"] == "他还剩 4 元。" and results["react"]["tool_calls"] == 4
     assert "4" in results["codeact"]["answer"] and results["plan"]["answer"] == "他还剩 4 元"
     assert results["react"]["turns"] == 5 and results["plan"]["turns"] == 1
+
+
+def test_a_run_waiting_for_approval_can_be_cancelled_and_a_stopping_server_cancels_the_rest(
+        tmp_path: Path) -> None:
+    from tao.runs.journal import Journal
+
+    app = create_app(journal=tmp_path / "runs.db", models=MODELS, workspace_root=tmp_path / "ws")
+    with Served(app) as s, s.client() as c:
+        waiting = start(c, model={"name": "echo"}, approve=["calculator"])
+        asked = sse(c, waiting, until="approval_requested")[-1]
+        assert c.post(f"/api/runs/{waiting}/cancel").status_code == 202
+        rest = sse(c, waiting, last=int(asked["id"]))
+        assert rest[-2]["data"]["result"]["status"] == "cancelled"
+        assert "approval_decided" not in [m["event"] for m in rest]
+        cut = start(c, model={"name": "echo"}, approve=["calculator"])
+        sse(c, cut, until="approval_requested")
+    status = {r["run_id"]: r["status"] for r in Journal(tmp_path / "runs.db").runs()}
+    assert status == {waiting: "cancelled", cut: "cancelled"}
+    with open(tmp_path / "web-traces" / f"{cut}.jsonl", encoding="utf-8") as f:
+        assert json.loads(f.readlines()[-1])["result"]["status"] == "cancelled"

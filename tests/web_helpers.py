@@ -62,7 +62,7 @@ class Served:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level=log_level, lifespan="off",
+                                                    log_level=log_level, lifespan="on",
                                                     log_config=None))  # logs reach caplog
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -63,7 +63,15 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     server = Server(journal=jpath, models=models or {},
                     workspace_root=Path(workspace_root) if workspace_root is not None
                     else jpath.expanduser().parent / "workspaces")
-    app = FastAPI(title="tao workbench", docs_url=None, redoc_url=None, openapi_url=None)
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> Any:
+        yield
+        await server.shutdown()  # a run cut off by the server's end is journaled as cancelled
+
+    app = FastAPI(title="tao workbench", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
     app.state.tao = server
     app.add_middleware(Gate, token=token)
     if STATIC.is_dir():

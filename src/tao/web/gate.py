@@ -6,8 +6,10 @@
   time.
 - **No token**: only local Host names are answered (``127.0.0.1``, ``localhost``, ``::1``): a
   web page elsewhere cannot reach the server through DNS rebinding.
-- **Session**: a request without a ``tao_session`` cookie gets a new random one (HttpOnly,
-  SameSite=Strict: another site's page cannot send it). It names the user; runs belong to it.
+- **Session**: a request without a ``tao_session`` cookie gets a new random one (HttpOnly;
+  SameSite=Lax: another site's page cannot send it with a POST or a fetch, while a link to the
+  page from elsewhere still opens the user's own session instead of replacing it). It names
+  the user; runs belong to it.
 
 A pure ASGI layer rather than ``BaseHTTPMiddleware``: SSE responses stream through untouched.
 """
@@ -27,7 +29,7 @@ _SESSION = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 
 
 def _cookie(name: str, value: str) -> tuple[bytes, bytes]:
-    return (b"set-cookie", f"{name}={value}; Path=/; HttpOnly; SameSite=Strict".encode())
+    return (b"set-cookie", f"{name}={value}; Path=/; HttpOnly; SameSite=Lax".encode())
 
 
 class Gate:

@@ -146,9 +146,13 @@ class Server:
             status = (run.result or {}).get("status", "error")
         except asyncio.CancelledError:
             status = "cancelled"
+            task = asyncio.current_task()
+            if task is not None:  # handled here: a compare's next run starts uncancelled
+                task.uncancel()
         except Exception as e:  # noqa: BLE001 - the loop's own bug: the run ends, the server not
             status = "error"
             self._end(run, Result(None, "error", 0, 0, error=f"{type(e).__name__}: {e}"))
+            self._journal_status(run, "error")
         finally:
             if status is None:
                 status = "cancelled"
@@ -187,6 +191,18 @@ class Server:
             run.finish("cancelled")
         elif run.task_handle is not None:
             run.task_handle.cancel()
+
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """The server stops: every live run is cancelled (journaled as such, its trace closed)."""
+        tasks = set()
+        for session in self.sessions.values():
+            for run in list(session.runs.values()):
+                if run.live:
+                    self.cancel(run)
+                    if run.task_handle is not None:
+                        tasks.add(run.task_handle)
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
 
     # -- finding runs ----------------------------------------------------------------------------
     def find(self, session: Session, run_id: str) -> LiveRun | None:
