@@ -82,7 +82,7 @@ def test_what_the_form_gets_wrong_is_a_clear_error(tmp_path: Path) -> None:
             "unknown model 'gpt'": {"model": {"name": "gpt"}},
             "unknown tool 'shell'": {"tools": ["shell"]},
             "the task is empty": {"task": "  "},
-            "needs api_key and model": {"model": {"name": "openai"}},
+            "needs api_key, model": {"model": {"name": "openai"}},
             "this model cannot be built here": {"model": {"name": "broken"}},
         }
         for said, change in cases.items():
@@ -109,3 +109,20 @@ def test_a_session_may_have_only_so_many_runs_going(tmp_path: Path) -> None:
         c.post(f"/api/runs/{runs[0]}/cancel")
         sse(c, runs[0])
         assert start(c)  # room again
+
+
+def test_errors_are_said_in_the_pages_language(tmp_path: Path) -> None:
+    app = create_app(journal=tmp_path / "runs.db", models=MODELS, workspace_root=tmp_path / "ws",
+                     token="tok-123456")
+    zh = {"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"}
+    with Served(app) as s, s.client(headers=zh) as c:
+        r = c.get("/api/options")
+        assert r.status_code == 401 and r.json() == {
+            "detail": "需要令牌：请打开 tao serve 打印的地址，或发送 Authorization: Bearer 令牌",
+            "code": "token_needed"}
+        c.headers["Authorization"] = "Bearer tok-123456"
+        r = c.post("/api/runs", json={"agent": "reflex", "task": "1+1"})
+        assert r.status_code == 400 and r.json()["code"] == "unknown_agent"
+        assert r.json()["detail"].startswith("没有名为 'reflex' 的智能体；可选：react, react-text")
+        r = c.get("/api/runs/abc/replay", headers={"Accept-Language": "en-US"})
+        assert r.json() == {"detail": "no run 'abc'", "code": "no_run"}

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -31,10 +31,10 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from .. import safe_json
 from ..errors import TaoError
-from .approvals import NotPending
 from .gate import Gate
-from .sessions import Server, Session, TooMany
-from .setup import BadRequest, RunRequest, options
+from .sessions import Server, Session
+from .setup import RunRequest, options
+from .words import Refusal, language, say
 
 STATIC = Path(__file__).parent / "static"
 PLACEHOLDER = ("<!doctype html><meta charset=utf-8><title>tao</title>"
@@ -77,12 +77,21 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
+    def lang(request: Request) -> str:
+        return language(request.headers.get("accept-language", ""))
+
+    @app.exception_handler(Refusal)
+    async def refused(request: Request, exc: Refusal) -> JSONResponse:
+        return JSONResponse({"detail": say(lang(request), exc.key, **exc.values), "code": exc.key},
+                            status_code=exc.status)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         # FastAPI's default echoes the input back: the body holds the API key
         detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
         where = "; ".join(f"{'.'.join(map(str, d['loc'][1:])) or 'body'}: {d['msg']}" for d in detail)
-        return JSONResponse({"error": where, "detail": detail}, status_code=422)
+        return JSONResponse({"error": say(lang(request), "invalid", where=where), "detail": detail,
+                             "code": "invalid"}, status_code=422)
 
     def session(request: Request) -> Session:
         return server.session(request.scope["state"]["tao_session"])
@@ -90,7 +99,7 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     def owned(request: Request, run_id: str) -> Any:
         run = server.find(session(request), run_id)
         if run is None:
-            raise HTTPException(404, f"no run {run_id!r}")
+            raise Refusal(404, "no_run", run_id=repr(run_id))
         return run
 
     @app.get("/", include_in_schema=False)
@@ -102,20 +111,21 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
 
     @app.get("/api/options")
     async def get_options(request: Request) -> dict[str, Any]:
-        return options(language(request.headers.get("accept-language", "")), server.models)
+        return options(lang(request), server.models)
 
     async def started(request: Request, req: RunRequest, agents: list[str]) -> list[Any]:
+        def unkeyed(text: str) -> str:
+            return text.replace(req.model.api_key, "***") if req.model.api_key else text
+
         try:
             if len(agents) == 1:
                 return [await server.start(session(request), req, agents[0])]
             return await server.compare(session(request), req)
-        except TooMany as e:
-            raise HTTPException(429, str(e)) from None
-        except (BadRequest, TaoError, ValueError, TypeError, ImportError, OSError) as e:
-            text = f"{e}"
-            if req.model.api_key:
-                text = text.replace(req.model.api_key, "***")
-            raise HTTPException(400, text) from None
+        except Refusal as e:  # what the user typed is said back: never the key (pasted anywhere)
+            e.values = {k: unkeyed(str(v)) for k, v in e.values.items()}
+            raise
+        except (TaoError, ValueError, TypeError, ImportError, OSError) as e:  # the model, a tool
+            raise Refusal(400, "cannot_build", error=unkeyed(str(e))) from None
 
     @app.post("/api/runs", status_code=201)
     async def post_run(request: Request, req: RunRequest) -> dict[str, Any]:
@@ -157,15 +167,10 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     @app.post("/api/runs/{run_id}/approvals")
     async def approvals(request: Request, run_id: str, answer: ApprovalAnswer) -> dict[str, Any]:
         run = owned(request, run_id)
-        if run.approver is None:
-            raise HTTPException(404, f"no call {answer.call_id!r} waits for approval")
-        try:
-            decision = run.approver.answer(answer.call_id, answer.verdict, answer.reason,
-                                           answer.arguments)
-        except NotPending:
-            raise HTTPException(404, f"no call {answer.call_id!r} waits for approval") from None
-        except (ValueError, TypeError) as e:
-            raise HTTPException(400, str(e)) from None
+        if run.approver is None:  # a past run read back from the journal
+            raise Refusal(404, "no_approval", call_id=repr(answer.call_id))
+        decision = run.approver.answer(answer.call_id, answer.verdict, answer.reason,
+                                       answer.arguments)
         return {"call_id": answer.call_id, "verdict": decision.verdict}
 
     @app.get("/api/runs/{run_id}/files")
@@ -181,21 +186,8 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
 
         run = owned(request, run_id)
         if run.workspace is None:
-            raise HTTPException(404, f"run {run_id!r} has no workspace")
+            raise Refusal(404, "no_workspace", run_id=repr(run_id))
         return PlainTextResponse(read(run.workspace, path))
 
     return app
 
-
-def language(accept: str) -> str:
-    """"zh" when the browser's most wanted language is Chinese, else "en"."""
-    best, lang = -1.0, "en"
-    for part in accept.split(","):
-        tag, _, q = part.strip().partition(";q=")
-        try:
-            weight = float(q) if q else 1.0
-        except ValueError:
-            continue
-        if tag and weight > best:
-            best, lang = weight, "zh" if tag.lower().startswith("zh") else "en"
-    return lang

@@ -13,12 +13,9 @@ import asyncio
 from typing import Any
 
 from ..guard.approval import ApprovalRequest, Decision
+from .words import Refusal
 
 VERDICTS = ("approve", "reject", "edit")
-
-
-class NotPending(LookupError):
-    """No call with that id waits for an answer in this run."""
 
 
 class WebApprover:
@@ -42,13 +39,13 @@ class WebApprover:
 
     def answer(self, call_id: str, verdict: str, reason: str = "",
                arguments: dict[str, Any] | None = None) -> Decision:
-        """Answer the waiting call ``call_id``; ``NotPending`` when none waits, ``ValueError``
-        for a verdict that is not one of ``VERDICTS`` or an edit without arguments."""
+        """Answer the waiting call ``call_id``: a 404 ``Refusal`` when none waits, a 400 one for
+        a verdict that is not one of ``VERDICTS`` or an edit without arguments."""
         if verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+            raise Refusal(400, "bad_verdict", verdict=repr(verdict))
         entry = self.pending.get(call_id)
         if entry is None or entry[1].done():
-            raise NotPending(call_id)
+            raise Refusal(404, "no_approval", call_id=repr(call_id))
         request, future = entry
         if verdict == "approve":
             decision = Decision.approve(request.digest)
@@ -56,7 +53,7 @@ class WebApprover:
             decision = Decision.reject(reason, request.digest)
         else:
             if not isinstance(arguments, dict):
-                raise ValueError("an edit carries the new arguments as a JSON object")
+                raise Refusal(400, "edit_args")
             decision = Decision.edit(arguments, request.digest)
         future.set_result(decision)
         return decision

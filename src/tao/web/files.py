@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import HTTPException
-
 from ..tools import safe_path
+from .words import Refusal
 
 MAX_BYTES = 2 << 20  # what the page shows of one file
 MAX_FILES = 2000
@@ -36,18 +35,20 @@ def listing(root: Path) -> list[dict[str, Any]]:
 
 
 def read(root: Path, path: str) -> str:
-    """The text of ``path`` in ``root``: 400 for a path that leaves it, 404 for none there."""
+    """The text of ``path`` in ``root``: 400 for a path that leaves it (``..``, absolute, a
+    symbolic link), 404 for none there, 413 for one too big to show."""
     try:
         parts = safe_path.parts_of(path)
-    except safe_path.Refused as e:
-        raise HTTPException(400, f"not a path inside the workspace: {path!r} ({e.key})") from None
+    except safe_path.Refused:
+        raise Refusal(400, "outside", path=repr(path)) from None
     try:
         data = safe_path.read_bytes(str(root), parts, MAX_BYTES)
     except safe_path.Refused as e:
-        code = 413 if e.key == "too_big_read" else 404 if e.key in ("missing", "not_found") else 400
-        raise HTTPException(code, f"cannot show {path!r} ({e.key})") from None
-    except FileNotFoundError:
-        raise HTTPException(404, f"no file {path!r} in the workspace") from None
-    except OSError as e:
-        raise HTTPException(404, f"cannot read {path!r}: {e.strerror or e}") from None
+        if e.key == "too_big_read":
+            raise Refusal(413, "too_big", path=repr(path)) from None
+        if e.key in ("not_found", "not_dir"):
+            raise Refusal(404, "no_file", path=repr(path)) from None
+        raise Refusal(400, "outside", path=repr(path)) from None
+    except OSError:
+        raise Refusal(404, "no_file", path=repr(path)) from None
     return data.decode("utf-8", errors="replace")

@@ -17,12 +17,14 @@ A pure ASGI layer rather than ``BaseHTTPMiddleware``: SSE responses stream throu
 from __future__ import annotations
 
 import hmac
+import json
 import re
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
 from .sessions import new_id
+from .words import language, say
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
 _SESSION = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -47,8 +49,8 @@ class Gate:
             host = headers.get("host", "").rsplit(":", 1)[0] if not headers.get(
                 "host", "").endswith("]") else headers.get("host", "")
             if host not in LOCAL_HOSTS:
-                return await _plain(send, 400, "this server answers local addresses only; "
-                                               "bind it elsewhere with a token (tao serve --token)")
+                return await _plain(send, 400, say(language(headers.get("accept-language", "")),
+                                                   "local_only"))
         else:
             if path == "/":
                 given = parse_qs(scope.get("query_string", b"").decode()).get("token", [""])[0]
@@ -60,10 +62,10 @@ class Gate:
                 given = auth[7:].strip() if auth.lower().startswith("bearer ") else \
                     cookies.get("tao_token", "")
                 if not self._ok(given):
-                    return await _plain(send, 401, '{"detail": "a token is needed: open the '
-                                        'address tao serve printed, or send Authorization: '
-                                        'Bearer TOKEN"}', [(b"content-type", b"application/json"),
-                                                           (b"www-authenticate", b"Bearer")])
+                    text = say(language(headers.get("accept-language", "")), "token_needed")
+                    body = json.dumps({"detail": text, "code": "token_needed"}, ensure_ascii=False)
+                    return await _plain(send, 401, body, [(b"content-type", b"application/json"),
+                                                          (b"www-authenticate", b"Bearer")])
         sid = cookies.get("tao_session", "")
         if not _SESSION.match(sid):
             sid = new_id()

@@ -22,6 +22,7 @@ from typing import Any
 from .approvals import WebApprover
 from .live import LiveRun, replayed
 from .setup import Built, RunRequest, build, close
+from .words import Refusal
 
 #: runs a session keeps in memory (older ones are still in the journal); past runs read back
 KEEP, PAST = 100, 200
@@ -29,8 +30,6 @@ KEEP, PAST = 100, 200
 MAX_LIVE = 8
 
 
-class TooMany(RuntimeError):
-    """The session has ``MAX_LIVE`` runs going: one must end first."""
 
 
 def new_id() -> str:
@@ -104,8 +103,7 @@ class Server:
         from ..runs.journal import Journal
 
         if sum(r.live for r in session.runs.values()) >= MAX_LIVE:
-            raise TooMany(f"{MAX_LIVE} runs of yours are going already: wait for one to end, "
-                          "or cancel one")
+            raise Refusal(429, "too_many", n=MAX_LIVE)
         session = self.sessions.setdefault(session.id, session)
         run_id = uuid.uuid4().hex
         trace = self.traces / f"{run_id}.jsonl"

@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .words import Refusal
+
 AGENTS = ("react", "react-text", "codeact", "plan", "code")
 LOCAL = {"local": {"zh": "内置模型 Qwen2.5-Coder-0.5B（本机运行）",
                    "en": "Embedded Qwen2.5-Coder-0.5B (runs here)"},
@@ -45,10 +47,6 @@ class RunRequest(BaseModel):
     task: str
     max_turns: int = Field(default=10, ge=1, le=100)
     approve: list[str] = Field(default_factory=list)
-
-
-class BadRequest(ValueError):
-    """What the user asked for cannot be built; the message says what to change."""
 
 
 @dataclass
@@ -99,14 +97,14 @@ def _model(choice: ModelChoice, agent: str, extra: dict[str, Callable[..., Any]]
     if choice.name == "openai":
         missing = [k for k in ("api_key", "model") if not getattr(choice, k)]
         if missing:  # never the server's own key from its environment, unasked
-            raise BadRequest(f"the OpenAI-compatible model needs {' and '.join(missing)}")
+            raise Refusal(400, "openai_needs", missing=", ".join(missing))
         if choice.base_url and not re.match(r"^https?://", choice.base_url):
-            raise BadRequest("base_url must start with http:// or https://")
+            raise Refusal(400, "base_url")
         from ..models.openai import OpenAIModel
 
         return OpenAIModel(choice.model, base_url=choice.base_url or None, api_key=choice.api_key)
     names = [*LOCAL, "openai", *extra]
-    raise BadRequest(f"unknown model {choice.name!r}; use one of: {', '.join(names)}")
+    raise Refusal(400, "unknown_model", model=repr(choice.name), models=", ".join(names))
 
 
 def _tools(names: list[str]) -> tuple[list[Any], bool, list[str]]:
@@ -128,7 +126,7 @@ def _tools(names: list[str]) -> tuple[list[Any], bool, list[str]]:
         elif name.startswith("mcp:") and name[4:] in known:
             servers.append(name[4:])
         else:
-            raise BadRequest(f"unknown tool {name!r}; see GET /api/options")
+            raise Refusal(400, "unknown_tool", tool=repr(name))
     return tools, workspace, servers
 
 
@@ -155,13 +153,13 @@ def _open_mcp(specs: list[str]) -> list[Any]:
 
 async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, Any],
                 workspace_root: Path, journal: Any, approver: Any) -> Built:
-    """The agent for one run. ``BadRequest`` (and ``TaoError``) for what cannot be built."""
+    """The agent for one run. ``Refusal`` (and ``TaoError``) for what cannot be built."""
     from ..lang import detect_language
 
     if agent not in AGENTS:
-        raise BadRequest(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
+        raise Refusal(400, "unknown_agent", agent=repr(agent), agents=", ".join(AGENTS))
     if not req.task.strip():
-        raise BadRequest("the task is empty")
+        raise Refusal(400, "empty_task")
     secrets = (req.model.api_key,) if req.model.api_key else ()
     model = _model(req.model, agent, extra)
     if secrets:
