@@ -53,9 +53,11 @@ class Session:
 class Server:
     """What ``create_app`` serves: sessions, the journal, the model factories."""
 
-    def __init__(self, *, journal: Any, models: dict[str, Any], workspace_root: Path):
+    def __init__(self, *, journal: Any, models: dict[str, Any], workspace_root: Path,
+                 fsync: bool = False):
         from ..runs.journal import Journal
 
+        self.fsync = fsync
         self.journal_path = Journal(journal).check().path  # a bad path is said at start-up
         self.traces = self.journal_path.parent / "web-traces"
         self.models = dict(models)
@@ -111,7 +113,7 @@ class Server:
         meta = {"web": {"session": session.key, "trace": str(trace)}}
         if agent == "code" or "workspace" in req.tools:
             meta["web"]["workspace"] = str(ws)
-        journal = Journal(self.journal_path, meta=meta)
+        journal = Journal(self.journal_path, meta=meta, fsync=self.fsync)
         approver = WebApprover()
         built = await build(req, agent, run_id=run_id, extra=self.models,
                             workspace_root=self.workspace_root, journal=journal, approver=approver)
