@@ -10,7 +10,7 @@ at once; ``fanout`` - one run, 50 clients watching it. The model is a ``Scripted
 ``--delay`` seconds a chunk (default 20 ms: a 50 tokens/s endpoint): six ReAct turns, five
 calculator calls, streamed text - about 90 events a run.
 
-    python benchmarks/web_load.py [--clients 50] [--delay 0.02] [--shape runs|fanout|both]
+    python benchmarks/web_load.py [--clients 50] [--delay 0.02] [--shape runs|fanout|both] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -148,6 +148,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--delay", type=float, default=0.02)
     ap.add_argument("--shape", choices=("runs", "fanout", "both"), default="both")
+    ap.add_argument("--rounds", type=int, default=3, help="Each shape this many times, in turn.")
     ap.add_argument("--serve", nargs=2, metavar=("PORT", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -168,9 +169,11 @@ def main() -> None:
                     time.sleep(0.05)
             idle = rss_kib(server.pid)["VmRSS"]
             rows = []
-            for shape in (("runs", "fanout") if args.shape == "both" else (args.shape,)):
-                rows.append(asyncio.run(load(url, args.clients, shape)))
-                rows[-1]["rss_mib"] = round(rss_kib(server.pid)["VmRSS"] / 1024, 1)
+            load_avg = os.getloadavg()[0]
+            for _ in range(args.rounds):
+                for shape in (("runs", "fanout") if args.shape == "both" else (args.shape,)):
+                    rows.append(asyncio.run(load(url, args.clients, shape)))
+                    rows[-1]["rss_mib"] = round(rss_kib(server.pid)["VmRSS"] / 1024, 1)
             peak = rss_kib(server.pid)["VmHWM"]
         finally:
             server.terminate()
@@ -178,10 +181,17 @@ def main() -> None:
     cols = ["shape", "clients", "runs", "events", "live", "complete", "wall_s", "p50_ms",
             "p95_ms", "max_ms", "rss_mib"]
     print(f"model: paced ScriptedModel, {args.delay * 1000:.0f} ms a chunk; "
-          f"server RSS idle {idle / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB")
+          f"server RSS idle {idle / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB; "
+          f"load average at start {load_avg:.1f} on {os.cpu_count()} CPUs")
     print(" | ".join(cols))
     for row in rows:
         print(" | ".join(str(row[c]) for c in cols))
+    for shape in dict.fromkeys(r["shape"] for r in rows):  # the median round of each shape
+        mine = [r for r in rows if r["shape"] == shape]
+        print(f"{shape}: median of {len(mine)} rounds p50 "
+              f"{statistics.median(r['p50_ms'] for r in mine)} ms, p95 "
+              f"{statistics.median(r['p95_ms'] for r in mine)} ms; every client got every event "
+              f"once, in order: {all(r['complete'] == r['clients'] for r in mine)}")
 
 
 if __name__ == "__main__":

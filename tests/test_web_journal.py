@@ -52,3 +52,21 @@ def test_past_runs_are_listed_and_replayed_after_a_restart(tmp_path: Path) -> No
         assert stranger.get("/api/runs").json()["runs"] == []
         assert stranger.get(f"/api/runs/{answered}/replay").status_code == 404
         assert stranger.get(f"/api/runs/{written}/files/a.txt").status_code == 404
+
+
+def test_finished_runs_leave_memory_but_not_the_journal(tmp_path: Path, monkeypatch) -> None:
+    from tao.web import sessions
+
+    monkeypatch.setattr(sessions, "KEEP", 2)
+    app = create_app(journal=tmp_path / "runs.db", models=MODELS, workspace_root=tmp_path / "ws")
+    with Served(app) as s, s.client() as c:
+        runs = []
+        for _ in range(4):
+            runs.append(start(c))
+            events = sse(c, runs[-1])
+        server = app.state.tao
+        kept = [r for sess in server.sessions.values() for r in sess.runs]
+        assert len(kept) <= 3 and runs[0] not in kept  # the newest, and the one just started
+        assert [r["run_id"] for r in c.get("/api/runs").json()["runs"]] == runs[::-1]
+        first = c.get(f"/api/runs/{runs[0]}/replay").json()["events"]
+        assert first[-1]["result"]["answer"] == events[-2]["data"]["result"]["answer"]

@@ -24,8 +24,9 @@ from .live import LiveRun, replayed
 from .setup import Built, RunRequest, build, close
 from .words import Refusal
 
-#: runs a session keeps in memory (older ones are still in the journal); past runs read back
-KEEP, PAST = 100, 200
+#: finished runs kept in memory, all sessions together, and past runs read back from the journal:
+#: older ones are read again from the journal and their trace when asked for
+KEEP, PAST = 200, 200
 #: runs one session may have going at once (a compare is three)
 MAX_LIVE = 8
 
@@ -123,12 +124,18 @@ class Server:
         run.approver, run.journal, run.owner = approver, journal, session.key
         run.open_trace(trace)
         session.runs[run_id] = run
-        while len(session.runs) > KEEP:  # the oldest finished one leaves memory (not the journal)
-            old = next((r for r in session.runs.values() if not r.live), None)
-            if old is None:
-                break
-            del session.runs[old.run_id]
+        self._trim()
         return run, built
+
+    def _trim(self) -> None:
+        """The oldest finished runs leave memory (not the journal) past ``KEEP``, and the
+        sessions left with none: a server that runs for weeks does not grow with them."""
+        done = sorted((r.started, sid, r.run_id) for sid, sess in self.sessions.items()
+                      for r in sess.runs.values() if not r.live)
+        for _, sid, run_id in done[:max(len(done) - KEEP, 0)]:
+            del self.sessions[sid].runs[run_id]
+            if not self.sessions[sid].runs:
+                del self.sessions[sid]
 
     async def _drive(self, run: LiveRun, built: Built, task: str) -> None:
         """Run the agent, buffering each event; a cancelled run ends with ``run_finished``
