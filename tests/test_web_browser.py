@@ -293,6 +293,27 @@ def test_a_coding_run_lists_the_files_it_wrote(workbench, tmp_path):
     screenshot(page, "coding_files")
 
 
+def test_what_the_user_got_wrong_is_said_in_the_page_language(workbench):
+    _, page = workbench(models={"scripted": lambda: ScriptedModel(["不会用到"])})
+    fill_run(page, agent="react", model="scripted", task="  ")
+    page.click("#run-button")  # checked in the page: nothing is sent
+    assert page.inner_text("#error") == "出错了：请先写下任务。"
+    fill_run(page, agent="react-text", model="openai", task="打个招呼")
+    page.fill("input[name=base_url]", "ftp://example.com")
+    page.fill("input[name=api_key]", "sk-x")
+    page.fill("input[name=model_id]", "m")
+    page.click("#run-button")  # the server's refusal, in the page's language
+    page.wait_for_function("document.querySelector('#error').innerText.includes('http')")
+    assert page.inner_text("#error") == "出错了：base URL 必须以 http:// 或 https:// 开头"
+    page.select_option("#lang", "en")
+    page.fill("input[name=api_key]", "sk-x")
+    page.click("#run-button")
+    page.wait_for_function("document.querySelector('#error').innerText.startsWith('Error')")
+    assert page.inner_text("#error") == "Error: base_url must start with http:// or https://"
+    assert page.query_selector("#run [data-kind]") is None
+    assert page.input_value("textarea[name=task]") == "打个招呼"  # what was typed is kept
+
+
 @pytest.fixture
 def endpoint():
     from openai_server import OpenAIServer

@@ -2,7 +2,7 @@
 // an edit of one file; elements carry their key (data-i18n), so switching the language re-labels
 // what is already on the page - a run being watched included - without rebuilding it.
 
-const state = { lang: "zh", strings: { zh: {}, en: {} } };
+const state = { lang: "zh", chosen: false, strings: { zh: {}, en: {} } };
 const listeners = [];
 
 export async function loadStrings() {
@@ -44,8 +44,15 @@ export function apply(root = document) {
   document.title = t("title");
 }
 
+// The language set on the page, or null before it is (the browser's own Accept-Language then
+// goes to the server: that is how the page learns the default from /api/options).
+export function chosenLang() {
+  return state.chosen ? state.lang : null;
+}
+
 export function setLang(code) {
   state.lang = code === "en" ? "en" : "zh";
+  state.chosen = true;
   try { localStorage.setItem("tao.lang", state.lang); } catch { /* private mode: not kept */ }
   apply();
   for (const fn of listeners) fn(state.lang);

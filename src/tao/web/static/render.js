@@ -162,7 +162,7 @@ export class RunView {
             + (ev.answer ? `\n→ ${ev.answer}` : "") }));
       case "step_started":
         this.dag.mark(ev.step_id, "running");
-        return this.step(ev, `${ev.tool || "agent"} ${json(ev.args ?? {})}${ev.attempt > 1 ? ` (#${ev.attempt})` : ""}`);
+        return this.step(ev, `${ev.tool || "agent"} ${JSON.stringify(ev.args ?? {})}${ev.attempt > 1 ? ` (#${ev.attempt})` : ""}`);
       case "step_finished":
         this.dag.mark(ev.step_id, "done", ev.result);
         return this.step(ev, `→ ${ev.result} (${Number(ev.duration_s || 0).toFixed(2)} s)`);
