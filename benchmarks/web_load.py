@@ -89,7 +89,7 @@ async def watch(session: Any, url: str, run_id: str, latencies: list[float]) -> 
                 d = json.loads(data or "{}")
                 if d["ts"] >= connected:
                     latencies.append(time.time() - d["ts"])
-                seqs.append(d["seq"])
+                seqs.append(d["seq"] if d["run_id"] == run_id else -1)  # another run's: a failure
                 event = data = None
     return seqs
 

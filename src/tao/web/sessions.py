@@ -148,6 +148,8 @@ class Server:
         run.status = "running"
         status = None
         try:
+            if built.warm is not None:
+                await asyncio.to_thread(built.warm)
             async for event in built.agent.stream(task, run_id=run.run_id):
                 run.add(event.to_dict())
             status = (run.result or {}).get("status", "error")

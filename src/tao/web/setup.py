@@ -19,15 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .words import Refusal
+from .words import Refusal, say
 
 AGENTS = ("react", "react-text", "codeact", "plan", "code")
-LOCAL = {"local": {"zh": "内置模型 Qwen2.5-Coder-0.5B（本机运行）",
-                   "en": "Embedded Qwen2.5-Coder-0.5B (runs here)"},
-         "local-1.5b": {"zh": "内置模型 Qwen2.5-Coder-1.5B（本机运行）",
-                        "en": "Embedded Qwen2.5-Coder-1.5B (runs here)"}}
-OPENAI_LABEL = {"zh": "OpenAI 兼容接口（base URL、API key、模型）",
-                "en": "OpenAI-compatible endpoint (base URL, API key, model)"}
+#: the embedded models ``tao.models.resolve`` knows ("local" is its default, the 1.5B), with the
+#: key of each one's label in prompts/web.toml
+LOCAL = {"local": "model_local", "local-0.5b": "model_local_05b"}
 TOOLS = ("calculators", "weather", "workspace")
 
 
@@ -56,6 +53,9 @@ class Built:
     secrets: tuple[str, ...]
     workspace: Path | None = None
     closers: list[Callable[[], Any]] = field(default_factory=list)
+    #: what the run does in a thread before it starts: the embedded model's weights load there,
+    #: not on the event loop that streams every other user's run
+    warm: Callable[[], Any] | None = None
 
 
 def weather_file() -> Path | None:
@@ -76,8 +76,8 @@ def mcp_specs() -> list[str]:
 
 
 def options(lang: str, extra: dict[str, Any]) -> dict[str, Any]:
-    models: list[dict[str, Any]] = [{"name": n, "label": label[lang]} for n, label in LOCAL.items()]
-    models.append({"name": "openai", "label": OPENAI_LABEL[lang],
+    models: list[dict[str, Any]] = [{"name": n, "label": say(lang, key)} for n, key in LOCAL.items()]
+    models.append({"name": "openai", "label": say(lang, "model_openai"),
                    "needs": ["base_url", "api_key", "model"]})
     models += [{"name": n, "label": n} for n in extra]
     tools = [{"name": "calculators"}, *([{"name": "weather"}] if weather_file() else []),
@@ -168,6 +168,8 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
         model = Unkeyed(model, secrets)
     tools, wants_ws, specs = _tools(req.tools)
     built = Built(None, getattr(model, "name", req.model.name), secrets)
+    if req.model.name in LOCAL:
+        built.warm = lambda: model.llm
     guard: dict[str, Any] = {"approve": approver, "journal": journal}
     if req.approve:
         guard["require_approval"] = list(req.approve)
