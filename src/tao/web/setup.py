@@ -176,7 +176,7 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
     ws = None
     try:
         servers = await asyncio.to_thread(_open_mcp, specs) if specs else []
-        built.closers += [s.close for s in servers]
+        built.closers += [lambda s=s: asyncio.to_thread(s.close) for s in servers]  # it joins
         if agent == "code" or wants_ws:
             ws = _workspace(workspace_root / run_id, detect_language(req.task))
             built.workspace = ws.root
