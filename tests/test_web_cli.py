@@ -84,6 +84,7 @@ def test_what_the_form_gets_wrong_is_a_clear_error(tmp_path: Path) -> None:
             "the task is empty": {"task": "  "},
             "needs api_key, model": {"model": {"name": "openai"}},
             "this model cannot be built here": {"model": {"name": "broken"}},
+            "approval is asked for calculater": {"approve": ["calculater"]},
         }
         for said, change in cases.items():
             r = c.post("/api/runs", json={"model": {"name": "scripted-zh"}, "task": "1+1", **change})

@@ -24,7 +24,7 @@ LOCAL = ("127.0.0.1", "localhost", "::1")
 @app.command("serve")
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port.")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="The port.")] = 8765,
     token: Annotated[str | None, typer.Option(
         "--token", envvar="TAO_WEB_TOKEN", show_default=False,
         help="Every API request must carry it (made and printed when --host is not local).")] = None,

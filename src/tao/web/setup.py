@@ -193,6 +193,11 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
             everything = [*tools, *servers, *([ws] if ws is not None else [])]
             built.agent = tao.cli.build_agent(agent, model, req.max_turns,
                                               tools=everything or None, guard=guard)
+        have = {t.name for t in built.agent.toolbox}
+        unknown = [n for n in req.approve if n not in have]
+        if unknown:  # a misspelt name would leave the call it meant ungated
+            raise Refusal(400, "approve_unknown", tools=", ".join(unknown),
+                          have=", ".join(sorted(have)))
     except BaseException:
         await close(built)
         raise
