@@ -180,3 +180,17 @@ def test_a_run_waiting_for_approval_can_be_cancelled_and_a_stopping_server_cance
     assert status == {waiting: "cancelled", cut: "cancelled"}
     with open(tmp_path / "web-traces" / f"{cut}.jsonl", encoding="utf-8") as f:
         assert json.loads(f.readlines()[-1])["result"]["status"] == "cancelled"
+
+
+def test_hopping_from_connection_to_connection_mid_run_loses_and_repeats_nothing(
+        served: Served) -> None:
+    with served.client() as c:
+        run_id = start(c, model={"name": "slow"})
+        got, hops = [], 0
+        while not got or got[-1]["event"] != "end":  # 3 events a connection, then drop it
+            got += sse(c, run_id, last=int(got[-1]["id"]) if got else None, limit=3)
+            hops += 1
+        full = c.get(f"/api/runs/{run_id}/replay").json()["events"]
+        assert hops > 10 and [m["data"] for m in got[:-1]] == full
+        for cut in range(len(full) + 1):  # the finished run, from every point
+            assert [m["data"] for m in sse(c, run_id, last=cut)[:-1]] == full[cut:]
