@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from .. import safe_json
@@ -41,7 +43,7 @@ PLACEHOLDER = ("<!doctype html><meta charset=utf-8><title>tao</title>"
                "<p>tao workbench: the page is not built yet (src/tao/web/static/index.html).</p>")
 
 
-class ApprovalAnswer(RunRequest.__base__):  # pydantic.BaseModel
+class ApprovalAnswer(BaseModel):
     call_id: str
     verdict: str
     reason: str = ""
@@ -68,7 +70,6 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     server = Server(journal=jpath, models=models or {}, fsync=journal_fsync,
                     workspace_root=Path(workspace_root) if workspace_root is not None
                     else jpath.expanduser().parent / "workspaces")
-    from contextlib import asynccontextmanager
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
