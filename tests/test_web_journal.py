@@ -70,3 +70,22 @@ def test_finished_runs_leave_memory_but_not_the_journal(tmp_path: Path, monkeypa
         assert [r["run_id"] for r in c.get("/api/runs").json()["runs"]] == runs[::-1]
         first = c.get(f"/api/runs/{runs[0]}/replay").json()["events"]
         assert first[-1]["result"]["answer"] == events[-2]["data"]["result"]["answer"]
+
+
+def test_a_run_cut_off_by_a_killed_server_is_listed_as_interrupted(tmp_path: Path) -> None:
+    from tao.web.sessions import hashed
+
+    cookie = "a-browser-session-0123456789"
+    trace = tmp_path / "web-traces" / "cut.jsonl"
+    trace.parent.mkdir()
+    trace.write_text('{"type": "run_started", "run_id": "cut", "seq": 1, "ts": 1.0, "task": "t", '
+                     '"agent": "react", "model": "m", "tools": []}\n{"type": "turn_st', "utf-8")
+    journal = Journal(tmp_path / "runs.db", meta={"web": {"session": hashed(cookie),
+                                                          "trace": str(trace)}})
+    journal.start("cut", "react", "m", "t")  # and then the server died: no finish, a torn line
+    journal.close()
+    with served(tmp_path) as s, s.client(cookies={"tao_session": cookie}) as c:
+        assert [(r["run_id"], r["status"]) for r in c.get("/api/runs").json()["runs"]] == [
+            ("cut", "interrupted")]
+        assert [e["type"] for e in c.get("/api/runs/cut/replay").json()["events"]] == ["run_started"]
+        assert sse(c, "cut")[-1]["data"] == {"status": "interrupted"}

@@ -228,10 +228,10 @@ class Server:
         try:
             with open(web["trace"], encoding="utf-8") as f:
                 run = replayed(row["run_id"], row["agent"] or "", row["model"] or "", row["task"] or "",
-                               row["status"], row["started"] or 0.0, f)
+                               _past_status(row["status"]), row["started"] or 0.0, f)
         except OSError:
             run = replayed(row["run_id"], row["agent"] or "", row["model"] or "", row["task"] or "",
-                           row["status"], row["started"] or 0.0, [])
+                           _past_status(row["status"]), row["started"] or 0.0, [])
         run.owner = session.key
         run.workspace = Path(web["workspace"]) if web.get("workspace") else None
         self._past[run_id] = run
@@ -269,5 +269,12 @@ class Server:
                 continue
             out[row["run_id"]] = {"run_id": row["run_id"], "agent": row["agent"],
                                   "model": row["model"], "task": row["task"],
-                                  "status": row["status"], "started": row["started"], "live": False}
+                                  "status": _past_status(row["status"]),
+                                  "started": row["started"], "live": False}
         return sorted(out.values(), key=lambda r: r["started"] or 0, reverse=True)[:limit]
+
+
+def _past_status(status: str | None) -> str:
+    """A journaled run that is not live in this server and never finished was cut off (the
+    server was killed, the machine went down): "interrupted", not "running"."""
+    return "interrupted" if status in (None, "running") else status
