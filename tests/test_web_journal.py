@@ -4,16 +4,21 @@ browser sees none of them; ``tao runs`` lists them too."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("httpx")
+httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")
 pytest.importorskip("sse_starlette")
 
-from web_helpers import MODELS, Served, sse, start  # noqa: E402
+from web_helpers import MODELS, Served, free_port, sse, start  # noqa: E402
 
 from tao.runs.journal import Journal  # noqa: E402
 from tao.web import create_app  # noqa: E402
@@ -89,3 +94,33 @@ def test_a_run_cut_off_by_a_killed_server_is_listed_as_interrupted(tmp_path: Pat
             ("cut", "interrupted")]
         assert [e["type"] for e in c.get("/api/runs/cut/replay").json()["events"]] == ["run_started"]
         assert sse(c, "cut")[-1]["data"] == {"status": "interrupted"}
+
+
+def test_after_kill_9_mid_run_the_run_is_listed_interrupted_with_its_events(tmp_path: Path) -> None:
+    port = free_port()
+    code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); from web_helpers import MODELS; "
+            "from tao.web import create_app; uvicorn.run(create_app(journal=sys.argv[2], "
+            "models=MODELS), host='127.0.0.1', port=int(sys.argv[3]), log_level='warning')")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parent),
+                             str(tmp_path / "runs.db"), str(port)])
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(f"{base}/api/options", timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        with httpx.Client(base_url=base, timeout=30) as c:
+            run_id = start(c, model={"name": "slow"})
+            seen = sse(c, run_id, limit=12)
+            cookie = c.cookies["tao_session"]
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    with served(tmp_path) as s, s.client(cookies={"tao_session": cookie}) as c:
+        listed = c.get("/api/runs").json()["runs"]
+        assert [(r["run_id"], r["status"], r["live"]) for r in listed] == [
+            (run_id, "interrupted", False)]
+        kept = c.get(f"/api/runs/{run_id}/replay").json()["events"]
+        assert kept[:12] == [m["data"] for m in seen]  # what was sent before the kill is kept
