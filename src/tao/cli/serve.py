@@ -39,7 +39,8 @@ def serve_command(
 
         from ..web import create_app
     except ImportError as e:
-        raise fail(f"error: tao serve needs the web extra (pip install 'tao[web]'): {e}", 2) from None
+        raise fail(f"error: tao serve needs FastAPI, uvicorn and sse-starlette, the package's "
+                   f"web extra: {e}", 2) from None
     if host not in LOCAL and not token:
         token = secrets.token_urlsafe(24)
     try:
