@@ -216,7 +216,7 @@ def test_past_runs_are_listed_and_replayed_step_by_step(workbench):
     assert finished(page) == "done"
     live = chain(page)
     run_id = page.get_attribute("#run", "data-run-id")
-    total = len(replay_of(page, run_id))
+    events = replay_of(page, run_id)
 
     page.click(".tab[data-tab=history]")
     row = page.wait_for_selector(f"#history tr[data-run-id='{run_id}']")
@@ -224,12 +224,14 @@ def test_past_runs_are_listed_and_replayed_step_by_step(workbench):
     row.query_selector("button.open-run").click()
     page.wait_for_selector("#replay-bar:not([hidden])")
     assert chain(page) == []
-    for _ in range(3):
+    for _ in range(3):  # run_started, turn_started, then turn 1's tokens with its Thought
         page.click("button.replay-step")
-    assert page.get_attribute("#replay-bar", "data-position") == "3"
-    assert chain(page) == ["run_started"]  # run_started, turn_started, a first token
+    first_thought = next(e["seq"] for e in events if e["type"] == "thought")
+    assert page.get_attribute("#replay-bar", "data-position") == str(first_thought)
+    assert chain(page) == ["run_started", "thought"]
+    assert page.text_content("#run .chain > li[data-kind=tokens] pre") == WEATHER_RUN[0]
     page.click("button.replay-all")
-    assert page.get_attribute("#replay-bar", "data-position") == str(total)
+    assert page.get_attribute("#replay-bar", "data-position") == str(len(events))
     assert chain(page) == live
     assert page.query_selector("#run .approval-card button") is None
     screenshot(page, "replay")

@@ -1,5 +1,5 @@
 // Past runs (this session's and the journal's) and the replay of one: the events fetched once,
-// then drawn one at a time - step, play, all, or back to the start - through the same RunView
+// then drawn step by step - step, play, all, or back to the start - through the same RunView
 // as a live run, so a replay looks exactly like watching it happen.
 
 import { api, runPath } from "./api.js";
@@ -63,9 +63,15 @@ export class Replay {
     this.bar.dataset.position = this.i;
   }
 
+  // One step is one event, except that a turn's streamed tokens come along with the event that
+  // follows them: nobody wants to click through a reply one token at a time.
   step() {
     if (this.i >= this.events.length) { this.pause(); return false; }
-    this.view.handle(this.events[this.i++]);
+    let ev;
+    do {
+      ev = this.events[this.i++];
+      this.view.handle(ev);
+    } while (ev.type === "token" && this.i < this.events.length);
     if (this.i >= this.events.length) this.view.finish();
     this.show();
     return true;
