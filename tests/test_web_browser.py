@@ -43,7 +43,7 @@ def workbench(browser, tmp_path):
     Closed in order: the pages, then the servers."""
     errors = []
     with contextlib.ExitStack() as stack:
-        def open_(locale: str = "zh-CN", proxy: dict | None = None, **kwargs):
+        def open_(locale: str = "zh-CN", proxy: dict | None = None, path: str = "/", **kwargs):
             kwargs.setdefault("journal", tmp_path / "runs.db")
             served = stack.enter_context(Served(**kwargs))
             url = served.url
@@ -54,7 +54,7 @@ def workbench(browser, tmp_path):
             stack.callback(ctx.close)
             page = ctx.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
+            page.goto(url + path)
             page.wait_for_selector("body[data-ready='1']", timeout=15000)
             return served, page
 
@@ -278,6 +278,11 @@ def test_the_compare_view_shows_three_architectures_and_the_table(workbench):
     assert [r[-1] for r in rows] == ["他还剩 4 元。", "他还剩 4 元。", "他还剩 4 元"]
     assert page.eval_on_selector_all("#compare .compare-column .chain [data-kind=final_answer]",
                                      "es => es.length") == 3
+    code = "#compare .compare-column[data-agent=codeact] [data-kind=code] code"
+    assert page.inner_text(code).startswith("spent = add(multiply(3, 12)")  # highlighted, as written
+    assert text_of(page, f"{code} .tok-builtin") == ["print"]
+    assert text_of(page, f"{code} .tok-number") == ["3", "12", "2", "5", "50"]
+    assert page.inner_text("#compare [data-agent=codeact] [data-kind=execution] pre.stdout").strip() == "4"
 
 
 def test_a_coding_run_lists_the_files_it_wrote(workbench, tmp_path):
@@ -314,6 +319,22 @@ def test_what_the_user_got_wrong_is_said_in_the_page_language(workbench):
     assert page.inner_text("#error") == "Error: base_url must start with http:// or https://"
     assert page.query_selector("#run [data-kind]") is None
     assert page.input_value("textarea[name=task]") == "打个招呼"  # what was typed is kept
+
+
+def test_a_served_token_is_asked_once_and_the_page_then_works(workbench):
+    served, page = workbench(models={"scripted-zh": lambda: ScriptedModel(WEATHER_RUN)},
+                             token="t0ken-for-the-page", path="/?token=t0ken-for-the-page")
+    assert page.url == served.url + "/"  # the token went into a cookie, out of the address bar
+    fill_run(page, agent="react-text", model="scripted-zh", task=WEATHER_TASK, tools=("weather",))
+    page.click("#run-button")
+    assert finished(page) == "done"  # fetches and the event stream carried the cookie
+    assert chain(page)[-2:] == ["final_answer", "run_finished"]
+    stranger = page.context.browser.new_context()
+    try:
+        r = stranger.request.get(served.url + "/api/options")
+        assert r.status == 401
+    finally:
+        stranger.close()
 
 
 @pytest.fixture
