@@ -5,6 +5,7 @@ journal, the trace files, the logs or an error message."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -135,3 +136,17 @@ def test_the_api_key_reaches_the_endpoint_and_nothing_else(tmp_path: Path, caplo
     seen += [out, err, caplog.text]
     seen += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()]
     assert len(seen) > 12 and not [text[:200] for text in seen if key in text]
+
+
+def test_another_sites_page_cannot_start_or_answer_anything(tmp_path: Path) -> None:
+    body = {"model": {"name": "scripted-zh"}, "task": "1+1"}
+    with Served(app_at(tmp_path)) as s, s.client() as c:
+        r = c.post("/api/runs", json=body, headers={"Origin": "http://evil.example"})
+        assert r.status_code == 403
+        r = c.post("/api/runs", json=body, headers={"Origin": f"http://localhost:{s.port}"})
+        assert r.status_code == 403  # another origin, though the same machine
+        r = c.post("/api/runs", content=json.dumps(body), headers={"Content-Type": "text/plain"})
+        assert r.status_code == 422  # the form a page may send without asking: not read as JSON
+        r = c.post("/api/runs", json=body, headers={"Origin": s.url})  # the page itself
+        assert r.status_code == 201
+        assert c.get("/api/runs").json()["runs"][0]["run_id"] == r.json()["run_id"]

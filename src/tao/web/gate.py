@@ -11,6 +11,9 @@
   page from elsewhere still opens the user's own session instead of replacing it). It names
   the user; runs belong to it.
 
+- **Origin**: a POST whose ``Origin`` is another site is refused (403): another site's page cannot
+  start, cancel or approve anything, with or without the user's cookies.
+
 A pure ASGI layer rather than ``BaseHTTPMiddleware``: SSE responses stream through untouched.
 """
 
@@ -66,6 +69,9 @@ class Gate:
                     body = json.dumps({"detail": text, "code": "token_needed"}, ensure_ascii=False)
                     return await _plain(send, 401, body, [(b"content-type", b"application/json"),
                                                           (b"www-authenticate", b"Bearer")])
+        if scope["method"] not in ("GET", "HEAD") and not _same_origin(headers):
+            return await _plain(send, 403, say(language(headers.get("accept-language", "")),
+                                               "cross_site"))
         sid = cookies.get("tao_session", "")
         if not _SESSION.match(sid):
             sid = new_id()
@@ -81,6 +87,15 @@ class Gate:
 
     def _ok(self, given: str) -> bool:
         return bool(given) and hmac.compare_digest(given.encode(), (self.token or "").encode())
+
+
+def _same_origin(headers: dict[str, str]) -> bool:
+    """A request a browser sends from another site's page carries that site as ``Origin``: such
+    a POST (a run, a cancel, an approval) is refused, whatever cookies came with it."""
+    origin = headers.get("origin")
+    if origin is None:  # not a browser's cross-site request (curl, httpx, a same-origin form)
+        return True
+    return origin.split("://", 1)[-1].rstrip("/") == headers.get("host", "")
 
 
 async def _plain(send: Any, status: int, body: str,
