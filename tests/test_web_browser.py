@@ -118,6 +118,39 @@ def test_a_chinese_run_shows_thought_action_observation_final_answer_in_order(wo
     assert len(chain(page)) == 7
 
 
+def plan_step(n, description, operation, a, b, *deps):
+    return {"id": f"step{n}", "description": description, "tool": "calculator",
+            "args": {"operation": operation, "a": a, "b": b}, "depends_on": [f"step{d}" for d in deps]}
+
+
+FAILING_PLAN = {"steps": [plan_step(1, "书的钱", "multiply", 3, 12), plan_step(2, "平均", "divide", 10, 0),
+                          plan_step(3, "合计", "add", "$step1", "$step2", 1, 2)], "answer": "$step3"}
+REPLAN = {"steps": [plan_step(4, "书加笔", "add", "$step1", 10)], "answer": "一共 $step4 元"}
+
+
+def test_the_plan_view_shows_a_step_retried_failed_skipped_and_the_replan(workbench):
+    # 10 / 0 fails every attempt: step2 is retried, then fails; step3, which needs it, is skipped;
+    # the planner is asked again and its step4 builds on step1, which stays done
+    plans = [json.dumps(p, ensure_ascii=False) for p in (FAILING_PLAN, REPLAN)]
+    _, page = workbench(models={"planner": lambda: ScriptedModel(plans)})
+    fill_run(page, agent="plan", model="planner", task="书和笔一共多少钱？")
+    page.click("#run-button")
+    page.wait_for_selector("#run svg.dag .node.retrying", timeout=10000)
+    screenshot(page, "plan_retrying")
+    assert finished(page) == "done"
+    screenshot(page, "plan_replanned")
+
+    nodes = page.eval_on_selector_all("#run svg.dag .node",
+                                      "ns => ns.map(n => [n.dataset.step, n.dataset.history])")
+    assert nodes == [["step1", "pending running done"],
+                     ["step2", "pending running retrying running retrying running retrying running failed"],
+                     ["step3", "pending skipped"], ["step4", "pending running done"]]
+    edges = page.eval_on_selector_all("#run svg.dag .edge", "es => es.map(e => e.dataset.from + '>' + e.dataset.to)")
+    assert sorted(edges) == ["step1>step3", "step1>step4", "step2>step3"]
+    assert chain(page).count("step_retried") == 3 and "replanned" in chain(page)
+    assert page.inner_text("#run [data-kind=final_answer] .ev-text") == "一共 46 元"
+
+
 def test_a_gated_call_is_approved_edited_or_rejected_in_the_page(workbench):
     made = []
 

@@ -32,6 +32,7 @@ export class Dag {
     this.steps = new Map();   // id -> step dict, in the order first seen
     this.state = new Map();   // id -> state
     this.info = new Map();    // id -> text for the node's tooltip (result, error)
+    this.history = new Map(); // id -> every state it went through, in order
     this.maxRunning = 0;
     this.heading = label(document.createElement("h3"), "dag.title");
     this.counter = document.createElement("div");
@@ -44,7 +45,10 @@ export class Dag {
   setPlan(steps) {
     for (const s of steps) {
       this.steps.set(s.id, s);
-      if (!this.state.has(s.id)) this.state.set(s.id, "pending");
+      if (!this.state.has(s.id)) {
+        this.state.set(s.id, "pending");
+        this.history.set(s.id, ["pending"]);
+      }
     }
     this.container.hidden = false;
     this.draw();
@@ -54,6 +58,9 @@ export class Dag {
     if (!STATES.includes(state)) return;
     if (!this.steps.has(id)) this.steps.set(id, { id, description: "", depends_on: [] });
     this.state.set(id, state);
+    const past = this.history.get(id) || [];
+    if (past[past.length - 1] !== state) past.push(state);
+    this.history.set(id, past);
     if (info !== undefined) this.info.set(id, info);
     this.draw();
   }
@@ -114,6 +121,7 @@ export class Dag {
       const { x, y } = pos.get(id);
       const state = this.state.get(id) || "pending";
       const g = svg("g", { class: `node ${state}`, "data-step": id, "data-state": state,
+        "data-history": (this.history.get(id) || [state]).join(" "),
         transform: `translate(${x},${y})` }, root);
       svg("rect", { width: W, height: H, rx: 8 }, g);
       const head = svg("text", { x: 10, y: 20, class: "node-id" }, g);
