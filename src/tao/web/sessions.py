@@ -59,7 +59,10 @@ class Server:
         from ..runs.journal import Journal
 
         self.fsync = fsync
-        self.journal_path = Journal(journal).check().path  # a bad path is said at start-up
+        #: the server's own handle on the journal, for listing and finding runs (each run writes
+        #: through its own, which carries the run's meta)
+        self.reader = Journal(journal).check()  # a bad path is said at start-up
+        self.journal_path = self.reader.path
         self.traces = self.journal_path.parent / "web-traces"
         self.models = dict(models)
         self.workspace_root = Path(workspace_root)
@@ -212,6 +215,7 @@ class Server:
                         tasks.add(run.task_handle)
         if tasks:
             await asyncio.wait(tasks, timeout=grace)
+        self.reader.close()
 
     # -- finding runs ----------------------------------------------------------------------------
     def find(self, session: Session, run_id: str) -> LiveRun | None:
@@ -240,31 +244,19 @@ class Server:
         return run
 
     def _row(self, run_id: str) -> dict[str, Any] | None:
-        from ..runs.journal import Journal, JournalError
+        from ..runs.journal import JournalError
 
-        if not self.journal_path.exists():
-            return None
-        journal = Journal(self.journal_path)
         try:
-            row = journal.find(run_id)
+            row = self.reader.find(run_id)
         except JournalError:
             return None
-        finally:
-            journal.close()
         return row if row["run_id"] == run_id else None
 
     def listing(self, session: Session, limit: int = 100) -> list[dict[str, Any]]:
-        from ..runs.journal import Journal
-
         out = {r.run_id: {"run_id": r.run_id, "agent": r.agent, "model": r.model, "task": r.task,
                           "status": r.status, "started": r.started, "live": r.live}
                for r in session.runs.values()}
-        journal = Journal(self.journal_path)
-        try:
-            rows = journal.runs(limit * 10)
-        finally:
-            journal.close()
-        for row in rows:
+        for row in self.reader.runs(limit * 10):
             if row["run_id"] in out or (row["meta"].get("web") or {}).get("session") != session.key:
                 continue
             out[row["run_id"]] = {"run_id": row["run_id"], "agent": row["agent"],
