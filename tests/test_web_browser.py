@@ -204,8 +204,8 @@ def test_a_gated_call_is_approved_edited_or_rejected_in_the_page(workbench):
 SLOW_RUN = [tool_call("calculator", operation="add", a=i, b=1) for i in range(6)] + ["完成"]
 
 
-def slow_model():
-    return Paced(ScriptedModel(SLOW_RUN, chunk_size=2), 0.2, 0.01)
+def slow_model():  # about 5 s: longer than the browser waits before it reconnects (3 s)
+    return Paced(ScriptedModel(SLOW_RUN, chunk_size=2), 0.7, 0.01)
 
 
 @pytest.mark.parametrize("rewind", [False, True], ids=["resumes", "server-resends-all"])
@@ -223,6 +223,7 @@ def test_a_stream_cut_mid_run_ends_with_every_event_exactly_once(workbench, rewi
     screenshot(page, f"reconnect_{'rewind' if rewind else 'resume'}")
 
     assert proxy.cuts == 1 and proxy.streams >= 2
+    assert proxy.reconnected_at[0] < events[-1]["ts"]  # back while the run still went on
     if not rewind:
         assert proxy.last_event_ids[0] > 0  # the browser said where it was
     drawn = seqs(page)

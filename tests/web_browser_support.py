@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,13 +83,15 @@ class CuttingProxy:
     """A TCP proxy in front of the server that drops the first event stream (``/events``) it
     carries once ``after`` SSE messages have gone through - the network failing mid-run. The
     browser's EventSource reconnects by itself, through the proxy again; that one is left alone.
-    ``cuts`` counts the streams dropped, ``last_event_ids`` what each reconnect said it had.
+    ``cuts`` counts the streams dropped, ``last_event_ids`` what each reconnect said it had and
+    ``reconnected_at`` when.
     ``rewind``: the reconnect's Last-Event-ID is taken out, so the server sends every event
     again (a proxy that drops the header; a client that must dedupe)."""
 
     def __init__(self, target_port: int, after: int, rewind: bool = False):
         self.target_port, self.after, self.rewind = target_port, after, rewind
         self.last_event_ids: list[int] = []
+        self.reconnected_at: list[float] = []  # Unix time of each reconnect, as events' ts
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.cuts = 0
@@ -130,6 +133,7 @@ class CuttingProxy:
                         else:
                             said = re.search(rb"(?im)^last-event-id:\s*(\d+)", data)
                             self.last_event_ids.append(int(said.group(1)) if said else 0)
+                            self.reconnected_at.append(time.time())
                             if self.rewind:
                                 data = re.sub(rb"(?im)^last-event-id:[^\r\n]*\r\n", b"", data)
                     up_w.write(data)
