@@ -213,6 +213,14 @@ def unit_tests(tests: str, entry_point: str | None = None, *, setup: str = "",
     return evaluate
 
 
+#: the judge's reason comes before its verdict, so a small model reasons first; a model that
+#: honours ``response_format`` (the embedded one, by grammar) cannot answer anything else
+VERDICT = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {
+    "type": "object", "properties": {"feedback": {"type": "string"},
+                                     "correct": {"type": "boolean"}},
+    "required": ["feedback", "correct"], "additionalProperties": False}}}
+
+
 def model_judge(model: Any) -> Callable[[str, Result], Any]:
     """An evaluator that asks ``model`` whether the answer solves the task (a JSON verdict)."""
     import json
@@ -220,7 +228,8 @@ def model_judge(model: Any) -> Callable[[str, Result], Any]:
     async def evaluate(task: str, result: Result) -> Verdict:
         t = prompts.table("memory")["zh" if detect_language(task) == "zh" else "en"]
         reply = await model.complete([Message.system(t["judge"]), Message.user(prompts.render(
-            t["judged"], task=task, answer=result.answer or "-"))], max_tokens=160)
+            t["judged"], task=task, answer=result.answer or "-"))], max_tokens=200,
+            response_format=VERDICT)
         text = reply.message.content
         try:
             data = json.loads(text[text.find("{"):text.rfind("}") + 1])
