@@ -242,6 +242,23 @@ def test_a_run_can_be_cancelled_from_the_page(workbench):
     assert chain(page).count("observation") < 6
 
 
+def test_a_page_reloaded_mid_run_comes_back_to_it_with_every_event_once(workbench):
+    _, page = workbench(models={"slow": slow_model})
+    fill_run(page, agent="react", model="slow", task="加一加")
+    page.click("#run-button")
+    page.wait_for_selector("#run [data-kind=observation]", timeout=10000)
+    run_id = page.get_attribute("#run", "data-run-id")
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.get_attribute("#run", "data-run-id") == run_id
+    assert finished(page, timeout=30000) == "done"
+    events = replay_of(page, run_id)
+    assert sorted(seqs(page)) == list(range(1, len(events) + 1))
+    page.reload()  # finished now: drawn whole, from the run's events
+    page.wait_for_selector("body[data-ready='1']")
+    assert finished(page) == "done" and sorted(seqs(page)) == list(range(1, len(events) + 1))
+
+
 def test_past_runs_are_listed_and_replayed_step_by_step(workbench):
     models = {"scripted-zh": lambda: ScriptedModel(WEATHER_RUN)}
     _, page = workbench(models=models)

@@ -54,6 +54,7 @@ function setStatus(status) {
 
 export function watch(runId, meta) {
   const view = newView(runId, meta, true);
+  window.history.replaceState(null, "", `#run=${encodeURIComponent(runId)}`); // a reload comes back
   setStatus("running");
   tab("run");
   current.stream = new RunStream(runId, {
@@ -70,12 +71,14 @@ export function watch(runId, meta) {
   });
 }
 
-async function replay(run) {
+async function replay(run, { all = false } = {}) {
   const events = await fetchReplay(run.run_id);
   const view = newView(run.run_id, run, false);
+  window.history.replaceState(null, "", `#run=${encodeURIComponent(run.run_id)}`);
   setStatus(run.status || "");
   tab("run");
   current.replay = new Replay($("#replay-bar"), view, events);
+  if (all) current.replay.all();
 }
 
 async function refreshHistory() {
@@ -83,6 +86,19 @@ async function refreshHistory() {
     await listRuns($("#history"), async (run) => {
       try { if (run.live) watch(run.run_id, run); else await replay(run); } catch (e) { showError(e); }
     });
+  } catch (e) { showError(e); }
+}
+
+// After a reload (#run=ID): the run watched before, live again from its first event, or replayed.
+async function reopen() {
+  const id = new URLSearchParams(location.hash.slice(1)).get("run");
+  if (!id) return;
+  try {
+    const { runs } = await api("/api/runs");
+    const run = runs.find((r) => r.run_id === id);
+    if (!run) return;
+    if (run.live) watch(run.run_id, run);
+    else await replay(run, { all: true });
   } catch (e) { showError(e); }
 }
 
@@ -130,6 +146,7 @@ async function main() {
     try { await api(runPath(current.runId, "/cancel"), { method: "POST" }); } catch (err) { showError(err); }
   };
   $("#history-refresh").onclick = refreshHistory;
+  await reopen();
   apply();
   document.body.dataset.ready = "1"; // the page is wired: tests and users may start
 }
