@@ -27,6 +27,7 @@ export class RunView {
     this.streams = new Map(); // turn (or nested step) -> the <li> its tokens stream into
     this.cards = new Map();   // call_id -> approval card
     this.result = null;
+    this.done = false;
     this.root.classList.add("run-view");
     this.root.dataset.runId = this.runId || "";
     this.root.dataset.status = "running";
@@ -56,8 +57,11 @@ export class RunView {
     return true;
   }
 
+  // The run is over (its run_finished, or the stream's end - whichever comes first).
   finish(status) {
     if (status) this.root.dataset.status = status;
+    if (this.done) return;
+    this.done = true;
     for (const li of this.streams.values()) li.open = false;
     if (this.agent === "code") this.refreshFiles();
   }
