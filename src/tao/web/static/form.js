@@ -4,7 +4,7 @@
 // is emptied as soon as the request has gone, so the page never holds the key longer than that.
 
 import { el } from "./cards.js";
-import { t } from "./i18n.js";
+import { label, t } from "./i18n.js";
 
 export class RunForm {
   constructor(form, options) {
@@ -43,7 +43,11 @@ export class RunForm {
     for (const tool of this.options.tools) {
       const input = el("input", { type: "checkbox", name: "tools", value: tool.name,
         checked: tool.name === "calculators" });
-      box.append(el("label", { class: "check" }, input, ` ${tool.label || tool.name}`));
+      const name = el("span", { class: "toolset-name", title: tool.name });
+      if (tool.label) name.textContent = tool.label;
+      else if (t(`toolset.${tool.name}`) !== `toolset.${tool.name}`) label(name, `toolset.${tool.name}`);
+      else name.textContent = tool.name; // an MCP server: its own spec string
+      box.append(el("label", { class: "check" }, input, " ", name));
       for (const name of tool.tools || []) {
         const a = el("input", { type: "checkbox", name: "approve", value: name });
         approveBox.append(el("label", { class: "check" }, a, ` ${name}`));
