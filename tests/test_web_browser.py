@@ -336,6 +336,26 @@ def test_the_compare_view_shows_three_architectures_and_the_table(workbench):
     assert page.inner_text("#compare [data-agent=codeact] [data-kind=execution] pre.stdout").strip() == "4"
 
 
+HIGHLIGHT = """async (code) => {
+    const { highlightPython } = await import('/static/highlight.js');
+    const box = document.createElement('code');
+    box.innerHTML = highlightPython(code);
+    return [box.textContent, [...box.children].map(c => [c.className.slice(4), c.textContent])];
+}"""
+
+
+def test_the_code_highlighter_marks_python_and_keeps_the_code_as_written(workbench):
+    _, page = workbench()
+    code = 'def f(x):  # 注释 "not a string"\n    s = "a # not a comment" + \'<b>\'\n    return len(s) * 2.5\n'
+    text, spans = page.evaluate(HIGHLIGHT, code)
+    assert text == code  # nothing lost, nothing added, "<b>" is text and not markup
+    assert spans == [["keyword", "def"], ["def", "f"], ["comment", '# 注释 "not a string"'],
+                     ["string", '"a # not a comment"'], ["string", "'<b>'"],
+                     ["keyword", "return"], ["builtin", "len"], ["number", "2.5"]]
+    text, spans = page.evaluate(HIGHLIGHT, 'doc = """一\n# 二\n"""\nprint(f"{doc}")')
+    assert spans == [["string", '"""一\n# 二\n"""'], ["builtin", "print"], ["string", 'f"{doc}"']]
+
+
 def test_a_coding_run_lists_the_files_it_wrote(workbench, tmp_path):
     page_html = "<!DOCTYPE html>\n<h1>你好</h1>"
     script = [f"Thought: 写 index.html\nAction: write_file【index.html】\n```\n{page_html}\n```",
