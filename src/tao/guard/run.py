@@ -320,7 +320,8 @@ class Run:
                          "arguments": r.arguments, "digest": r.digest, "decision": d.verdict,
                          "reason": d.reason, "edited": d.arguments, "by": d.by},
                         secret)
-            f.set_result(d)
+            if not f.done():  # the call's wait was cut (a code block killed at its time limit)
+                f.set_result(d)
 
     def pump(self, awaitable: Awaitable[Any], *, timed: bool = False) -> Pump:
         """``async for event in run.pump(aw)``: the approval events of what ``aw`` does, while
