@@ -37,6 +37,12 @@ class WebApprover:
             for r in requests:
                 self.pending.pop(r.call_id, None)
 
+    def close(self) -> None:
+        """The run ended: what still waits is answered by no one (a later answer is a 404)."""
+        for _, future in self.pending.values():
+            future.cancel()
+        self.pending.clear()
+
     def answer(self, call_id: str, verdict: str, reason: str = "",
                arguments: dict[str, Any] | None = None) -> Decision:
         """Answer the waiting call ``call_id``: a 404 ``Refusal`` when none waits, a 400 one for

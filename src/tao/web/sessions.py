@@ -171,6 +171,7 @@ class Server:
             if status == "cancelled":
                 self._end(run, Result(None, "cancelled", 0, 0))  # type: ignore[arg-type]
                 self._journal_status(run, "cancelled")
+            run.approver.close()
             await close(built)
             run.finish(status)
 
