@@ -174,6 +174,9 @@ def test_a_run_waiting_for_approval_can_be_cancelled_and_a_stopping_server_cance
         rest = sse(c, waiting, last=int(asked["id"]))
         assert rest[-2]["data"]["result"]["status"] == "cancelled"
         assert "approval_decided" not in [m["event"] for m in rest]
+        late = c.post(f"/api/runs/{waiting}/approvals",
+                      json={"call_id": asked["data"]["call_id"], "verdict": "approve"})
+        assert late.status_code == 404  # the run is over: no one waits for that answer
         cut = start(c, model={"name": "echo"}, approve=["calculator"])
         sse(c, cut, until="approval_requested")
     status = {r["run_id"]: r["status"] for r in Journal(tmp_path / "runs.db").runs()}
