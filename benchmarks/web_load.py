@@ -11,6 +11,7 @@ at once; ``fanout`` - one run, 50 clients watching it. The model is a ``Scripted
 calculator calls, streamed text - about 90 events a run.
 
     python benchmarks/web_load.py [--clients 50] [--delay 0.02] [--shape runs|fanout|both] [--rounds 3]
+                                  [--fsync]   # the journal fsyncs each tool start, as tao run does
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def serve(port: int, folder: str) -> None:
     from tao.web import create_app
 
     app = create_app(journal=Path(folder) / "runs.db", models={"paced": paced_model},
-                     workspace_root=Path(folder) / "ws")
+                     workspace_root=Path(folder) / "ws",
+                     journal_fsync=os.environ.get("WEB_LOAD_FSYNC") == "1")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -149,6 +151,8 @@ def main() -> None:
     ap.add_argument("--delay", type=float, default=0.02)
     ap.add_argument("--shape", choices=("runs", "fanout", "both"), default="both")
     ap.add_argument("--rounds", type=int, default=3, help="Each shape this many times, in turn.")
+    ap.add_argument("--fsync", action="store_true",
+                    help="Journal with fsync at each tool start (create_app(journal_fsync=True)).")
     ap.add_argument("--serve", nargs=2, metavar=("PORT", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -156,7 +160,8 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="web-load-") as folder:
-        env = {**os.environ, "WEB_LOAD_DELAY": str(args.delay), "TAO_DATA_DIR": folder}
+        env = {**os.environ, "WEB_LOAD_DELAY": str(args.delay), "TAO_DATA_DIR": folder,
+               "WEB_LOAD_FSYNC": "1" if args.fsync else "0"}
         server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), folder], env=env)
         try:
             import urllib.request
@@ -182,7 +187,8 @@ def main() -> None:
             "p95_ms", "max_ms", "rss_mib"]
     print(f"model: paced ScriptedModel, {args.delay * 1000:.0f} ms a chunk; "
           f"server RSS idle {idle / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB; "
-          f"load average at start {load_avg:.1f} on {os.cpu_count()} CPUs")
+          f"load average at start {load_avg:.1f} on {os.cpu_count()} CPUs; journal fsync "
+          f"{'on' if args.fsync else 'off'}")
     print(" | ".join(cols))
     for row in rows:
         print(" | ".join(str(row[c]) for c in cols))

@@ -62,8 +62,8 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     folders (default: ``workspaces/`` beside the journal). ``journal_fsync``: fsync each tool
     start as ``tao run --journal`` does; off by default because every run of the server shares
     one event loop, and a journal write that waits for the disk stalls every user's stream (50
-    runs at once: p95 from 176 to 22 ms without it); the journal still survives a killed server,
-    and SQLite syncs at its checkpoints."""
+    runs at once, ``benchmarks/web_load.py``: p95 81 ms with it, 17 ms without); the journal
+    still survives a killed server, and SQLite syncs at its checkpoints."""
     from ..runs.journal import default_path
 
     jpath = Path(journal) if journal is not None else default_path()
