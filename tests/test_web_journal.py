@@ -96,21 +96,28 @@ def test_a_run_cut_off_by_a_killed_server_is_listed_as_interrupted(tmp_path: Pat
         assert sse(c, "cut")[-1]["data"] == {"status": "interrupted"}
 
 
-def test_after_kill_9_mid_run_the_run_is_listed_interrupted_with_its_events(tmp_path: Path) -> None:
+def server_process(tmp_path: Path) -> tuple[subprocess.Popen, str]:
+    """The workbench with the tests' scripted models, as its own process (it can be killed)."""
     port = free_port()
     code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); from web_helpers import MODELS; "
             "from tao.web import create_app; uvicorn.run(create_app(journal=sys.argv[2], "
             "models=MODELS), host='127.0.0.1', port=int(sys.argv[3]), log_level='warning')")
     proc = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parent),
-                             str(tmp_path / "runs.db"), str(port)])
+                             str(tmp_path / "runs.db"), str(port)], stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            httpx.get(f"{base}/api/options", timeout=2)
+            return proc, base
+        except httpx.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the server did not start")
+
+
+def test_after_kill_9_mid_run_the_run_is_listed_interrupted_with_its_events(tmp_path: Path) -> None:
+    proc, base = server_process(tmp_path)
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(200):
-            try:
-                httpx.get(f"{base}/api/options", timeout=2)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
         with httpx.Client(base_url=base, timeout=30) as c:
             run_id = start(c, model={"name": "slow"})
             seen = sse(c, run_id, limit=12)
@@ -124,3 +131,22 @@ def test_after_kill_9_mid_run_the_run_is_listed_interrupted_with_its_events(tmp_
             (run_id, "interrupted", False)]
         kept = c.get(f"/api/runs/{run_id}/replay").json()["events"]
         assert kept[:12] == [m["data"] for m in seen]  # what was sent before the kill is kept
+
+
+def test_a_server_stopped_with_sigterm_ends_open_streams_cleanly_and_cancels_runs(
+        tmp_path: Path) -> None:
+    import threading
+
+    proc, base = server_process(tmp_path)
+    got: list = []
+    with httpx.Client(base_url=base, timeout=30) as c:
+        run_id = start(c, model={"name": "echo"}, approve=["calculator"])
+        reader = threading.Thread(target=lambda: got.append(sse(c, run_id)))
+        reader.start()
+        time.sleep(0.5)  # the stream is open, the run waits for an approval
+        proc.terminate()
+        proc.wait(15)
+        reader.join(10)
+    assert got and got[0][-1]["event"] == "approval_requested"  # no "end": the run is not over
+    assert "ASGI callable returned without completing response" not in proc.stderr.read()
+    assert Journal(tmp_path / "runs.db").find(run_id)["status"] == "cancelled"

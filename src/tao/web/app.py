@@ -18,12 +18,14 @@ Routes (the contract the page is written against; see the module docs of ``sessi
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -153,12 +155,25 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
         header = request.headers.get("last-event-id", "").strip()
         after = int(header) if header.isdigit() else (last_event_id or 0)
 
-        async def messages() -> Any:
-            async for item in run.follow(after):
-                yield ServerSentEvent(data=item.data, id=str(item.seq), event=item.type)
-            yield ServerSentEvent(data=safe_json.dumps({"status": run.status}), event="end")
+        stop = anyio.Event()  # set by sse-starlette when the server shuts down
 
-        return EventSourceResponse(messages(), ping=15, headers={"Cache-Control": "no-store"})
+        async def messages() -> Any:
+            async def on_stop() -> None:
+                await stop.wait()
+                run.wake()
+
+            watcher = asyncio.ensure_future(on_stop())
+            try:
+                async for item in run.follow(after, stop):
+                    yield ServerSentEvent(data=item.data, id=str(item.seq), event=item.type)
+            finally:
+                watcher.cancel()
+            if not stop.is_set():  # a stopping server ends the stream without "end": the run
+                yield ServerSentEvent(data=safe_json.dumps({"status": run.status}), event="end")
+            # is not over for the page, which reconnects (to the journal, after a restart)
+
+        return EventSourceResponse(messages(), ping=15, headers={"Cache-Control": "no-store"},
+                                   shutdown_event=stop, shutdown_grace_period=2)
 
     @app.get("/api/runs/{run_id}/replay")
     async def replay(request: Request, run_id: str) -> dict[str, Any]:

@@ -94,17 +94,22 @@ class LiveRun:
     def events(self) -> list[dict[str, Any]]:
         return [safe_json.loads(i.data) for i in self.items]
 
-    async def follow(self, after: int = 0) -> AsyncIterator[Item]:
-        """Every event with ``seq > after``, then each new one as it comes, until the run ends."""
+    async def follow(self, after: int = 0, stop: Any = None) -> AsyncIterator[Item]:
+        """Every event with ``seq > after``, then each new one as it comes, until the run ends
+        (or ``stop``, an event set when the server shuts down, is set and ``wake()`` called)."""
         i = _first_after(self.items, after)
         while True:
             wake = self._wake
             while i < len(self.items):
                 yield self.items[i]
                 i += 1
-            if not self.live:
+            if not self.live or (stop is not None and stop.is_set()):
                 return
             await wake.wait()
+
+    def wake(self) -> None:
+        """Wake the followers without an event (they look at their ``stop``)."""
+        self._notify()
 
 
 def _first_after(items: list[Item], after: int) -> int:
