@@ -150,3 +150,12 @@ def test_another_sites_page_cannot_start_or_answer_anything(tmp_path: Path) -> N
         r = c.post("/api/runs", json=body, headers={"Origin": s.url})  # the page itself
         assert r.status_code == 201
         assert c.get("/api/runs").json()["runs"][0]["run_id"] == r.json()["run_id"]
+
+
+def test_another_apps_odd_cookie_on_localhost_does_not_cost_the_session(tmp_path: Path) -> None:
+    with Served(app_at(tmp_path)) as s, s.client() as c:
+        run_id = start(c)
+        sid = c.cookies["tao_session"]
+        odd = f'x y=1; username-localhost-8888="2|1:0|10:17|44:abc="; $$=1; tao_session={sid}'
+        r = httpx.get(f"{s.url}/api/runs/{run_id}/replay", headers={"Cookie": odd})
+        assert r.status_code == 200 and r.json()["events"][-1]["type"] == "run_finished"

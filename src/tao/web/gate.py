@@ -22,9 +22,10 @@ from __future__ import annotations
 import hmac
 import json
 import re
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
+
+from starlette.requests import cookie_parser
 
 from .sessions import new_id
 from .words import language, say
@@ -45,7 +46,9 @@ class Gate:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        cookies = {k: m.value for k, m in SimpleCookie(headers.get("cookie", "")).items()}
+        # leniently, as browsers write them: localhost's cookies come from every port's app
+        # (a notebook, a dev server), and one odd cookie must not cost the user the session
+        cookies = cookie_parser(headers.get("cookie", ""))
         path: str = scope["path"]
         extra: list[tuple[bytes, bytes]] = []
         if self.token is None:
