@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from codeact_scripts import last_observation
@@ -116,6 +118,49 @@ def test_a_chinese_run_shows_thought_action_observation_final_answer_in_order(wo
     assert page.inner_text(".tab[data-tab=run]") == "Run"
     assert page.inner_text("#run .stats h3") == "Statistics"
     assert len(chain(page)) == 7
+
+
+SLOW_SHOP = Path(__file__).parent / "mcp_servers" / "slow_shop.py"
+PARALLEL_PLAN = {"steps": [
+    {"id": "step1", "description": "一本书的价格", "tool": "slow_price", "args": {"item": "book"},
+     "depends_on": []},
+    {"id": "step2", "description": "一支笔的价格", "tool": "slow_price", "args": {"item": "pen"},
+     "depends_on": []},
+    {"id": "step3", "description": "一共多少钱", "tool": "calculator",
+     "args": {"operation": "add", "a": "$step1", "b": "$step2"}, "depends_on": ["step1", "step2"]}],
+    "answer": "一共 $step3 元"}
+
+
+def test_the_plan_view_shows_parallel_steps_running_at_once(workbench, tmp_path, monkeypatch):
+    # the shop is an MCP server from ./tao.toml whose price lookup takes 1.5 s: the two lookups
+    # depend on nothing, so they run together, and the DAG shows both running before step3
+    spec = f"{sys.executable} {SLOW_SHOP}"
+    (tmp_path / "tao.toml").write_text(f"mcp = [{json.dumps(spec)}]\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    plan = json.dumps(PARALLEL_PLAN, ensure_ascii=False)
+    _, page = workbench(models={"planner": lambda: ScriptedModel([plan])})
+    fill_run(page, agent="plan", model="planner", task="一本书加一支笔多少钱？",
+             tools=("calculators", f"mcp:{spec}"))
+    page.click("#run-button")
+    page.wait_for_function("document.querySelectorAll('#run svg.dag .node.running').length == 2",
+                           timeout=20000)
+    states = page.eval_on_selector_all("#run svg.dag .node", "ns => ns.map(n => n.dataset.step + ' ' + n.dataset.state)")
+    assert states == ["step1 running", "step2 running", "step3 pending"]
+    assert page.inner_text("#run .dag-running") == "正在运行：2"
+    screenshot(page, "plan_parallel_running")
+    assert finished(page) == "done"
+    screenshot(page, "plan_parallel_done")
+
+    states = page.eval_on_selector_all("#run svg.dag .node", "ns => ns.map(n => n.dataset.state)")
+    assert states == ["done", "done", "done"]
+    assert page.get_attribute("#run svg.dag", "data-max-running") == "2"
+    edges = page.eval_on_selector_all("#run svg.dag .edge", "es => es.map(e => e.dataset.from + '>' + e.dataset.to)")
+    assert sorted(edges) == ["step1>step3", "step2>step3"]
+    assert page.inner_text("#run [data-kind=final_answer] .ev-text") == "一共 17 元"
+    events = replay_of(page, page.get_attribute("#run", "data-run-id"))
+    done = {e["step_id"]: e for e in events if e["type"] == "step_finished"}
+    assert min(done[s]["duration_s"] for s in ("step1", "step2")) >= 1.4
+    assert abs(done["step1"]["ts"] - done["step2"]["ts"]) < 0.7  # together, not one after the other
 
 
 def plan_step(n, description, operation, a, b, *deps):
