@@ -1,5 +1,6 @@
-"""The workbench page in a real browser: Debian's chromium, headless, under Playwright, against a
-real uvicorn serving ``tao.web.create_app`` with ScriptedModels - what a user sees and clicks.
+"""The workbench page in a real browser, watching a run: Debian's chromium, headless, under
+Playwright, against a real uvicorn serving ``tao.web.create_app`` with ScriptedModels - the
+chain in order, the plan's DAG, approvals, a cut connection, a reload, cancel, the real model.
 
 Screenshots land in tests/artifacts/web/ (the CI job keeps them). Without chromium or Playwright
 the tests skip, except under ``TAO_REQUIRE_BROWSER=1`` (CI), where they fail.
@@ -7,86 +8,16 @@ the tests skip, except under ``TAO_REQUIRE_BROWSER=1`` (CI), where they fail.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from codeact_scripts import last_observation
-from web_browser_support import (CHROMIUM, CuttingProxy, Paced, Served, chain, require_browser,
-                                 screenshot, seqs)
+from web_browser_support import (WEATHER_RUN, WEATHER_TASK, Paced, browser, chain,  # noqa: F401
+                                 fill_run, finished, replay_of, screenshot, seqs, text_of,
+                                 workbench)
 
 from tao import ScriptedModel, tool_call
-
-WEATHER_TASK = "北京今天适合跑步吗？"
-WEATHER_RUN = [  # seed 001's text protocol, one lookup and the answer
-    'Thought: 需要查询北京实时天气才能判断\nAction: get_weather\nAction Input: {"city": "北京"}',
-    "Thought: 北京晴，19°C，风力不大，适合户外运动\nFinal Answer: 今天北京适合跑步。",
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def workbench(browser, tmp_path):
-    """``workbench(models=..., **create_app_kwargs)``: a real server (its journal in tmp_path)
-    and a page on it in a fresh browser context (its own cookies: a new user). ``proxy`` puts a
-    ``CuttingProxy(**proxy)`` between them. Any JavaScript error on the page fails the test.
-    Closed in order: the pages, then the servers."""
-    errors = []
-    with contextlib.ExitStack() as stack:
-        def open_(locale: str = "zh-CN", proxy: dict | None = None, path: str = "/", **kwargs):
-            kwargs.setdefault("journal", tmp_path / "runs.db")
-            served = stack.enter_context(Served(**kwargs))
-            url = served.url
-            if proxy is not None:
-                served.proxy = stack.enter_context(CuttingProxy(served.port, **proxy))
-                url = served.proxy.url
-            ctx = browser.new_context(locale=locale, viewport={"width": 1400, "height": 900})
-            stack.callback(ctx.close)
-            page = ctx.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url + path)
-            page.wait_for_selector("body[data-ready='1']", timeout=15000)
-            return served, page
-
-        yield open_
-    assert errors == []
-
-
-def fill_run(page, *, agent, model, task, tools=("calculators",), approve=(), max_turns=None):
-    page.select_option("select[name=agent]", agent)
-    page.select_option("select[name=model]", model)
-    for box in page.query_selector_all("input[name=tools]"):
-        box.set_checked(box.get_attribute("value") in tools)
-    page.fill("input[name=approve_text]", ",".join(approve))
-    if max_turns is not None:
-        page.fill("input[name=max_turns]", str(max_turns))
-    page.fill("textarea[name=task]", task)
-
-
-def finished(page, root="#run", timeout=30000):
-    page.wait_for_selector(f"{root}[data-status]:not([data-status='running'])", state="attached",
-                           timeout=timeout)
-    return page.get_attribute(root, "data-status")
-
-
-def text_of(page, selector):
-    return [e.inner_text() for e in page.query_selector_all(selector)]
-
-
-def replay_of(page, run_id):
-    return page.evaluate("id => fetch(`/api/runs/${id}/replay`).then(r => r.json())", run_id)["events"]
 
 
 def test_a_chinese_run_shows_thought_action_observation_final_answer_in_order(workbench):
@@ -302,185 +233,6 @@ def test_a_page_reloaded_mid_run_comes_back_to_it_with_every_event_once(workbenc
     page.reload()  # finished now: drawn whole, from the run's events
     page.wait_for_selector("body[data-ready='1']")
     assert finished(page) == "done" and sorted(seqs(page)) == list(range(1, len(events) + 1))
-
-
-def test_past_runs_are_listed_and_replayed_step_by_step(workbench):
-    models = {"scripted-zh": lambda: ScriptedModel(WEATHER_RUN)}
-    _, page = workbench(models=models)
-    fill_run(page, agent="react-text", model="scripted-zh", task=WEATHER_TASK, tools=("weather",))
-    page.click("#run-button")
-    assert finished(page) == "done"
-    live = chain(page)
-    run_id = page.get_attribute("#run", "data-run-id")
-    events = replay_of(page, run_id)
-
-    page.click(".tab[data-tab=history]")
-    row = page.wait_for_selector(f"#history tr[data-run-id='{run_id}']")
-    assert WEATHER_TASK in row.inner_text()
-    row.query_selector("button.open-run").click()
-    page.wait_for_selector("#replay-bar:not([hidden])")
-    assert chain(page) == []
-    for _ in range(3):  # run_started, turn_started, then turn 1's tokens with its Thought
-        page.click("button.replay-step")
-    first_thought = next(e["seq"] for e in events if e["type"] == "thought")
-    assert page.get_attribute("#replay-bar", "data-position") == str(first_thought)
-    assert chain(page) == ["run_started", "thought"]
-    assert page.text_content("#run .chain > li[data-kind=tokens] pre") == WEATHER_RUN[0]
-    page.click("button.replay-all")
-    assert page.get_attribute("#replay-bar", "data-position") == str(len(events))
-    assert chain(page) == live
-    assert page.query_selector("#run .approval-card button") is None
-    screenshot(page, "replay")
-
-
-def compare_models(agent):
-    scripts = {
-        "react": [tool_call("calculator", operation="multiply", a=3, b=12),
-                  tool_call("calculator", operation="multiply", a=2, b=5),
-                  tool_call("calculator", operation="add", a=36, b=10),
-                  tool_call("calculator", operation="subtract", a=50, b=46), "他还剩 4 元。"],
-        "codeact": ["```python\nspent = add(multiply(3, 12), multiply(2, 5))\nprint(subtract(50, spent))\n```",
-                    lambda messages: f"他还剩 {last_observation(messages).strip()} 元。"],
-        "plan": [json.dumps({"steps": [
-            {"id": "step1", "description": "书", "tool": "calculator",
-             "args": {"operation": "multiply", "a": 3, "b": 12}, "depends_on": []},
-            {"id": "step2", "description": "笔", "tool": "calculator",
-             "args": {"operation": "multiply", "a": 2, "b": 5}, "depends_on": []},
-            {"id": "step3", "description": "花了", "tool": "calculator",
-             "args": {"operation": "add", "a": "$step1", "b": "$step2"}, "depends_on": ["step1", "step2"]},
-            {"id": "step4", "description": "剩下", "tool": "calculator",
-             "args": {"operation": "subtract", "a": 50, "b": "$step3"}, "depends_on": ["step3"]}],
-            "answer": "他还剩 $step4 元"}, ensure_ascii=False)],
-    }
-    return ScriptedModel(scripts[agent])
-
-
-def test_the_compare_view_shows_three_architectures_and_the_table(workbench):
-    task = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 支笔每支 5 元，请问他还剩多少钱？"
-    _, page = workbench(models={"scripted": compare_models})
-    fill_run(page, agent="react", model="scripted", task=task)
-    page.click("#compare-button")
-    page.wait_for_selector("#compare .compare-table tbody tr:not(.pending) >> nth=2", timeout=60000)
-    screenshot(page, "compare")
-
-    columns = page.eval_on_selector_all("#compare .compare-column", "cs => cs.map(c => c.dataset.agent)")
-    assert columns == ["react", "codeact", "plan"]
-    rows = page.eval_on_selector_all("#compare .compare-table tbody tr", """rs => rs.map(r =>
-        [r.dataset.agent, ...[...r.querySelectorAll('td')].map(td => td.innerText)])""")
-    assert [r[0] for r in rows] == ["react", "codeact", "plan"]
-    turns_and_actions = {r[0]: (r[1], r[2]) for r in rows}
-    assert turns_and_actions == {"react": ("5", "4 次工具调用"), "codeact": ("2", "1 次代码执行"),
-                                 "plan": ("1", "4 步子任务")}
-    assert [r[-1] for r in rows] == ["他还剩 4 元。", "他还剩 4 元。", "他还剩 4 元"]
-    assert page.eval_on_selector_all("#compare .compare-column .chain [data-kind=final_answer]",
-                                     "es => es.length") == 3
-    code = "#compare .compare-column[data-agent=codeact] [data-kind=code] code"
-    assert page.inner_text(code).startswith("spent = add(multiply(3, 12)")  # highlighted, as written
-    assert text_of(page, f"{code} .tok-builtin") == ["print"]
-    assert text_of(page, f"{code} .tok-number") == ["3", "12", "2", "5", "50"]
-    assert page.inner_text("#compare [data-agent=codeact] [data-kind=execution] pre.stdout").strip() == "4"
-
-
-HIGHLIGHT = """async (code) => {
-    const { highlightPython } = await import('/static/highlight.js');
-    const box = document.createElement('code');
-    box.innerHTML = highlightPython(code);
-    return [box.textContent, [...box.children].map(c => [c.className.slice(4), c.textContent])];
-}"""
-
-
-def test_the_code_highlighter_marks_python_and_keeps_the_code_as_written(workbench):
-    _, page = workbench()
-    code = 'def f(x):  # 注释 "not a string"\n    s = "a # not a comment" + \'<b>\'\n    return len(s) * 2.5\n'
-    text, spans = page.evaluate(HIGHLIGHT, code)
-    assert text == code  # nothing lost, nothing added, "<b>" is text and not markup
-    assert spans == [["keyword", "def"], ["def", "f"], ["comment", '# 注释 "not a string"'],
-                     ["string", '"a # not a comment"'], ["string", "'<b>'"],
-                     ["keyword", "return"], ["builtin", "len"], ["number", "2.5"]]
-    text, spans = page.evaluate(HIGHLIGHT, 'doc = """一\n# 二\n"""\nprint(f"{doc}")')
-    assert spans == [["string", '"""一\n# 二\n"""'], ["builtin", "print"], ["string", 'f"{doc}"']]
-
-
-def test_a_coding_run_lists_the_files_it_wrote(workbench, tmp_path):
-    page_html = "<!DOCTYPE html>\n<h1>你好</h1>"
-    script = [f"Thought: 写 index.html\nAction: write_file【index.html】\n```\n{page_html}\n```",
-              "Thought: 写好了\nAction: Finish【已生成 index.html】"]
-    _, page = workbench(models={"coder": lambda: ScriptedModel(script)}, workspace_root=tmp_path / "ws")
-    fill_run(page, agent="code", model="coder", task="写一个网页", tools=())
-    page.click("#run-button")
-    assert finished(page) == "done"
-    link = page.wait_for_selector("#run .files a.file[data-path='index.html']")
-    link.click()
-    page.wait_for_selector("#run .file-view[data-path='index.html']")
-    assert page.inner_text("#run .file-view") == page_html
-    screenshot(page, "coding_files")
-
-
-def test_what_the_user_got_wrong_is_said_in_the_page_language(workbench):
-    _, page = workbench(models={"scripted": lambda: ScriptedModel(["不会用到"])})
-    fill_run(page, agent="react", model="scripted", task="  ")
-    page.click("#run-button")  # checked in the page: nothing is sent
-    assert page.inner_text("#error") == "出错了：请先写下任务。"
-    fill_run(page, agent="react-text", model="openai", task="打个招呼")
-    page.fill("input[name=base_url]", "ftp://example.com")
-    page.fill("input[name=api_key]", "sk-x")
-    page.fill("input[name=model_id]", "m")
-    page.click("#run-button")  # the server's refusal, in the page's language
-    page.wait_for_function("document.querySelector('#error').innerText.includes('http')")
-    assert page.inner_text("#error") == "出错了：base URL 必须以 http:// 或 https:// 开头"
-    page.select_option("#lang", "en")
-    page.fill("input[name=api_key]", "sk-x")
-    page.click("#run-button")
-    page.wait_for_function("document.querySelector('#error').innerText.startsWith('Error')")
-    assert page.inner_text("#error") == "Error: base_url must start with http:// or https://"
-    assert page.query_selector("#run [data-kind]") is None
-    assert page.input_value("textarea[name=task]") == "打个招呼"  # what was typed is kept
-
-
-def test_a_served_token_is_asked_once_and_the_page_then_works(workbench):
-    served, page = workbench(models={"scripted-zh": lambda: ScriptedModel(WEATHER_RUN)},
-                             token="t0ken-for-the-page", path="/?token=t0ken-for-the-page")
-    assert page.url == served.url + "/"  # the token went into a cookie, out of the address bar
-    fill_run(page, agent="react-text", model="scripted-zh", task=WEATHER_TASK, tools=("weather",))
-    page.click("#run-button")
-    assert finished(page) == "done"  # fetches and the event stream carried the cookie
-    assert chain(page)[-2:] == ["final_answer", "run_finished"]
-    stranger = page.context.browser.new_context()
-    try:
-        r = stranger.request.get(served.url + "/api/options")
-        assert r.status == 401
-    finally:
-        stranger.close()
-
-
-@pytest.fixture
-def endpoint():
-    from openai_server import OpenAIServer
-
-    with OpenAIServer() as server:
-        yield server
-
-
-def test_the_api_key_is_cleared_and_never_shown(workbench, endpoint):
-    from openai_server import Reply
-
-    key = "sk-never-shown-4242-qzx"  # a header value: ASCII
-    endpoint.push(Reply("Final Answer: 你好"))
-    _, page = workbench()
-    fill_run(page, agent="react-text", model="openai", task="打个招呼")
-    page.fill("input[name=base_url]", endpoint.url)
-    page.fill("input[name=api_key]", key)
-    page.fill("input[name=model_id]", "m")
-    page.click("#run-button")
-    finished(page)
-    assert page.input_value("input[name=api_key]") == ""
-    assert endpoint.requests[0]["headers"]["authorization"] == f"Bearer {key}"
-    run_id = page.get_attribute("#run", "data-run-id")
-    page.click(".tab[data-tab=history]")
-    page.wait_for_selector(f"#history tr[data-run-id='{run_id}']")
-    seen = page.content() + json.dumps(replay_of(page, run_id), ensure_ascii=False) + \
-        page.evaluate("fetch('/api/runs').then(r => r.text())")
-    assert key not in seen
 
 
 @pytest.mark.local_model

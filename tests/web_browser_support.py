@@ -9,6 +9,7 @@ there a missing browser fails them, as in test_snake_browser.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import re
@@ -181,3 +182,75 @@ def chain(page: Any, root: str = "#run") -> list[str]:
 def seqs(page: Any, root: str = "#run") -> list[int]:
     """The seq of every event element drawn for the run (token pieces included), in DOM order."""
     return page.eval_on_selector_all(f"{root} [data-seq]", "els => els.map(e => +e.dataset.seq)")
+
+
+# -- fixtures and page helpers (the test modules import them) ------------------------------
+
+WEATHER_TASK = "北京今天适合跑步吗？"
+WEATHER_RUN = [  # seed 001's text protocol, one lookup and the answer
+    'Thought: 需要查询北京实时天气才能判断\nAction: get_weather\nAction Input: {"city": "北京"}',
+    "Thought: 北京晴，19°C，风力不大，适合户外运动\nFinal Answer: 今天北京适合跑步。",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def workbench(browser, tmp_path):
+    """``workbench(models=..., **create_app_kwargs)``: a real server (its journal in tmp_path)
+    and a page on it in a fresh browser context (its own cookies: a new user). ``proxy`` puts a
+    ``CuttingProxy(**proxy)`` between them. Any JavaScript error on the page fails the test.
+    Closed in order: the pages, then the servers."""
+    errors = []
+    with contextlib.ExitStack() as stack:
+        def open_(locale: str = "zh-CN", proxy: dict | None = None, path: str = "/", **kwargs):
+            kwargs.setdefault("journal", tmp_path / "runs.db")
+            served = stack.enter_context(Served(**kwargs))
+            url = served.url
+            if proxy is not None:
+                served.proxy = stack.enter_context(CuttingProxy(served.port, **proxy))
+                url = served.proxy.url
+            ctx = browser.new_context(locale=locale, viewport={"width": 1400, "height": 900})
+            stack.callback(ctx.close)
+            page = ctx.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url + path)
+            page.wait_for_selector("body[data-ready='1']", timeout=15000)
+            return served, page
+
+        yield open_
+    assert errors == []
+
+
+def fill_run(page, *, agent, model, task, tools=("calculators",), approve=(), max_turns=None):
+    page.select_option("select[name=agent]", agent)
+    page.select_option("select[name=model]", model)
+    for box in page.query_selector_all("input[name=tools]"):
+        box.set_checked(box.get_attribute("value") in tools)
+    page.fill("input[name=approve_text]", ",".join(approve))
+    if max_turns is not None:
+        page.fill("input[name=max_turns]", str(max_turns))
+    page.fill("textarea[name=task]", task)
+
+
+def finished(page, root="#run", timeout=30000):
+    page.wait_for_selector(f"{root}[data-status]:not([data-status='running'])", state="attached",
+                           timeout=timeout)
+    return page.get_attribute(root, "data-status")
+
+
+def text_of(page, selector):
+    return [e.inner_text() for e in page.query_selector_all(selector)]
+
+
+def replay_of(page, run_id):
+    return page.evaluate("id => fetch(`/api/runs/${id}/replay`).then(r => r.json())", run_id)["events"]
