@@ -195,3 +195,27 @@ def test_the_api_key_is_cleared_and_never_shown(workbench, endpoint):
     seen = page.content() + json.dumps(replay_of(page, run_id), ensure_ascii=False) + \
         page.evaluate("fetch('/api/runs').then(r => r.text())")
     assert key not in seen
+
+
+def test_another_user_sees_none_of_the_first_ones_runs(workbench):
+    served, page = workbench(models={"scripted-zh": lambda: ScriptedModel(WEATHER_RUN)})
+    fill_run(page, agent="react-text", model="scripted-zh", task=WEATHER_TASK, tools=("weather",))
+    page.click("#run-button")
+    assert finished(page) == "done"
+    run_id = page.get_attribute("#run", "data-run-id")
+
+    other = page.context.browser.new_context(locale="zh-CN")  # another browser: its own session
+    try:
+        theirs = other.new_page()
+        theirs.goto(f"{served.url}/#run={run_id}")  # even with the first user's run id
+        theirs.wait_for_selector("body[data-ready='1']")
+        assert theirs.query_selector("#run [data-kind]") is None
+        theirs.click(".tab[data-tab=history]")
+        theirs.wait_for_selector("#history tbody tr.empty")
+        assert theirs.inner_text("#history tbody") == "还没有运行记录"
+        status = theirs.evaluate("id => fetch(`/api/runs/${id}/replay`).then(r => r.status)", run_id)
+        assert status == 404
+    finally:
+        other.close()
+    page.click(".tab[data-tab=history]")  # the first user still has it
+    page.wait_for_selector(f"#history tr[data-run-id='{run_id}']")
