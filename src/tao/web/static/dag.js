@@ -7,7 +7,7 @@
 import { t, label } from "./i18n.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-const W = 170, H = 54, GAP_X = 60, GAP_Y = 18, PAD = 12;
+const W = 190, H = 54, GAP_X = 60, GAP_Y = 18, PAD = 12;
 const STATES = ["pending", "running", "done", "retrying", "failed", "skipped"];
 
 function svg(tag, attrs = {}, parent = null) {
@@ -15,6 +15,17 @@ function svg(tag, attrs = {}, parent = null) {
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
   if (parent) parent.appendChild(el);
   return el;
+}
+
+// `text` cut to about `width` narrow characters (a CJK character counts two), so it stays
+// inside its node; the whole text is in the node's tooltip.
+function fit(text, width) {
+  let used = 0;
+  for (let i = 0; i < text.length; i++) {
+    used += text.charCodeAt(i) > 0x2e80 ? 2 : 1;
+    if (used > width) return text.slice(0, Math.max(0, i - 1)) + "…";
+  }
+  return text;
 }
 
 // Every step id a step depends on: its depends_on and the $stepN references in what it runs.
@@ -125,12 +136,12 @@ export class Dag {
         transform: `translate(${x},${y})` }, root);
       svg("rect", { width: W, height: H, rx: 8 }, g);
       const head = svg("text", { x: 10, y: 20, class: "node-id" }, g);
-      head.textContent = `${id}${step.tool ? " · " + step.tool : ""}`;
-      const badge = svg("text", { x: W - 10, y: 20, class: "node-state", "text-anchor": "end" }, g);
+      head.textContent = fit(`${id}${step.tool ? " · " + step.tool : ""}`, 28);
+      const badge = svg("text", { x: W - 10, y: 42, class: "node-state", "text-anchor": "end" }, g);
       badge.textContent = t(`state.${state}`);
-      const desc = svg("text", { x: 10, y: 40, class: "node-desc" }, g);
+      const desc = svg("text", { x: 10, y: 42, class: "node-desc" }, g);
       const d = step.description || step.instruction || "";
-      desc.textContent = d.length > 22 ? d.slice(0, 21) + "…" : d;
+      desc.textContent = fit(d, 20);
       const title = svg("title", {}, g);
       title.textContent = [d, this.info.get(id)].filter(Boolean).join("\n→ ");
     }

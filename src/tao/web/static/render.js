@@ -160,6 +160,7 @@ export class RunView {
       case "error":
         return this.entry("kind.error", this.text(ev.message), ev.recoverable ? "warn" : "is-error");
       case "plan_created": case "replanned":
+        this.closeStream(ev.turn);
         this.dag.setPlan(ev.steps || []);
         return this.entry(`kind.${ev.type}`, el("pre", { class: "plan",
           text: (ev.steps || []).map((s) => `${s.id}: ${s.description || s.instruction || ""}`).join("\n")
