@@ -6,7 +6,7 @@ import { api, runPath } from "./api.js";
 import { Compare } from "./compare.js";
 import { RunForm } from "./form.js";
 import { fetchReplay, listRuns, Replay } from "./history.js";
-import { apply, initialLang, label, loadStrings, setLang, t } from "./i18n.js";
+import { apply, initialLang, label, loadStrings, setLang, status as showStatus, t } from "./i18n.js";
 import { RunView } from "./render.js";
 import { RunStream } from "./stream.js";
 
@@ -48,7 +48,7 @@ function setStatus(status) {
   const s = $("#run-status");
   s.dataset.status = status;
   if (status === "running") label(s, "run.live");
-  else { delete s.dataset.i18n; s.textContent = status; }
+  else showStatus(s, status);
   $("#cancel-button").hidden = status !== "running";
 }
 

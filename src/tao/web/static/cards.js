@@ -3,7 +3,7 @@
 // run_finished, and the files a coding run wrote.
 
 import { api, apiText, runPath } from "./api.js";
-import { t, label } from "./i18n.js";
+import { label, status as showStatus, t } from "./i18n.js";
 
 export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -95,7 +95,9 @@ export function stats(container, result) {
   ];
   const dl = el("dl", { class: "stats-list", "data-kind": "stats" });
   for (const [key, value, name] of rows) {
-    dl.append(el("dt", { i18n: key }), el("dd", { "data-stat": name, text: String(value) }));
+    const dd = el("dd", { "data-stat": name, text: String(value) });
+    if (name === "status") showStatus(dd, value);
+    dl.append(el("dt", { i18n: key }), dd);
   }
   container.replaceChildren(el("h3", { i18n: "stats.title" }), dl);
   container.hidden = false;

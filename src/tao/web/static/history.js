@@ -4,7 +4,7 @@
 
 import { api, runPath } from "./api.js";
 import { el } from "./cards.js";
-import { label } from "./i18n.js";
+import { label, status as showStatus } from "./i18n.js";
 
 function when(started) {
   if (started == null) return "";
@@ -27,7 +27,8 @@ export async function listRuns(table, onOpen) {
     const tr = el("tr", { "data-run-id": run.run_id, "data-status": run.status || "" },
       el("td", { text: when(run.started) }), el("td", { text: run.agent || "" }),
       el("td", { text: run.model || "" }), el("td", { class: "task", text: run.task || "" }),
-      el("td", { text: run.live ? `${run.status} ●` : run.status || "" }), el("td", {}, open));
+      el("td", { class: "status" }, showStatus(el("span"), run.status || ""), run.live ? " ●" : ""),
+      el("td", {}, open));
     if (run.live) tr.classList.add("live");
     body.append(tr);
   }

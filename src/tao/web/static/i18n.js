@@ -29,6 +29,15 @@ export function label(el, key, vars) {
   return el;
 }
 
+// A run's status ("done", "max_turns", ...) in words, or as it is when there are none for it.
+export function status(el, value) {
+  const key = `status.${value}`;
+  if (t(key) !== key) return label(el, key);
+  delete el.dataset.i18n;
+  el.textContent = value ?? "";
+  return el;
+}
+
 export function apply(root = document) {
   for (const el of root.querySelectorAll("[data-i18n]")) {
     const vars = el.dataset.i18nVars ? JSON.parse(el.dataset.i18nVars) : {};

@@ -5,7 +5,7 @@
 
 import { Dag } from "./dag.js";
 import { highlightPython } from "./highlight.js";
-import { label, onLangChange } from "./i18n.js";
+import { label, onLangChange, status } from "./i18n.js";
 import { approvalCard, el, files, json, markDecided, stats } from "./cards.js";
 
 const WORKSPACE_TOOLS = /^(write_file|edit_file|apply_patch|delete_file|run_command|run|make_dir)/;
@@ -195,8 +195,10 @@ export class RunView {
         stats(this.statsBox, this.result);
         this.finish(this.result.status);
         for (const card of this.cards.values()) card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
-        return this.entry("kind.run_finished", this.text(this.result.status + (this.result.error ? ": " + this.result.error : "")),
-          this.result.status === "done" ? "final" : "is-error");
+        const li = this.entry("kind.run_finished", null, this.result.status === "done" ? "final" : "is-error");
+        li.append(status(el("span", { class: "run-end-status" }), this.result.status));
+        if (this.result.error) li.append(this.text(this.result.error, "ev-text error-text"));
+        return li;
       }
       case "nested":
         return this.nested(ev);
