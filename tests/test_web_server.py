@@ -1,7 +1,8 @@
 """``tao serve``'s HTTP side on a real uvicorn (127.0.0.1, a free port) driven by httpx, with
-``ScriptedModel`` runs: the events of a run over SSE, reconnecting with ``Last-Event-ID``,
-cancelling, approvals answered over HTTP, the journal's past runs, compare, a coding run's files,
-sessions and the token."""
+``ScriptedModel`` runs: a run's events over SSE in order, reconnecting with ``Last-Event-ID``
+(once, or hopping from connection to connection), cancelling, approvals answered over HTTP, and
+compare's three runs. Walls (token, sessions, the key, files) are in test_web_security.py; the
+journal in test_web_journal.py."""
 
 from __future__ import annotations
 
