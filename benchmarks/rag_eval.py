@@ -12,7 +12,7 @@ the line of the fact (a PDF: the page). ``--answers N``: ReAct on the embedded m
 ``search_docs`` tool answers the first N questions (en and zh in turn; ``--model``: the 1.5B
 by default); an answer is
 correct when it contains the expected value, and cites when it names the right file with a
-line. ``--keyword`` runs the retrieval without vectors too, to show what they add.
+line (``cited_line``: the fact's own line). ``--keyword`` runs the retrieval without vectors too, to show what they add.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def answers(index, questions: list[dict], n: int, offset: int = 0, model_spec: s
         rows.append({"question": q["question"], "expected": q["answer"], "file": q["file"],
                      "answer": answer[:300], "correct": q["answer"].casefold() in answer.casefold(),
                      "cited": f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer,
+                     "cited_line": cites_line(answer, q["file"], fact_line(q["file"], q["fact"])),
                      "status": result.status, "turns": result.turns, "queries": queries,
                      "error": result.error, "model": model.name,
                      "seconds": round(time.perf_counter() - t, 1)})
@@ -112,10 +113,19 @@ def answers(index, questions: list[dict], n: int, offset: int = 0, model_spec: s
     return summary(rows, time.perf_counter() - t0)
 
 
+def cites_line(answer: str, file: str, line: int | str) -> bool:
+    """Whether the answer cites the fact's own line (``file:N``; a PDF: its page)."""
+    import re
+
+    name = re.escape(Path(file).name)
+    return any(m == str(line) for m in re.findall(rf"{name}:(p?\d+)", answer))
+
+
 def summary(rows: list[dict], seconds: float | None = None) -> dict:
     n = max(1, len(rows))
     return {"answered": len(rows), "accuracy": round(sum(r["correct"] for r in rows) / n, 3),
             "cited": round(sum(r["cited"] for r in rows) / n, 3),
+            "cited_line": round(sum(r.get("cited_line", False) for r in rows) / n, 3),
             "seconds": round(seconds if seconds is not None
                              else sum(r["seconds"] for r in rows), 1), "rows": rows}
 
@@ -168,7 +178,8 @@ def main() -> None:
                 print("   failed:", r["failed"])
     if "answers" in out:
         a = out["answers"]
-        print(f"answers (embedded model): {a['accuracy']} correct, {a['cited']} cite file:line, "
+        print(f"answers (embedded model): {a['accuracy']} correct, {a['cited']} cite the file "
+              f"({a['cited_line']} the fact's line), "
               f"{a['answered']} questions in {a['seconds']} s")
         for row in a["rows"]:
             print(f"   {'ok ' if row['correct'] else 'NO '}{'cite ' if row['cited'] else '     '}"

@@ -98,19 +98,34 @@ def test_retrieval_recall_at_5_on_the_benchmark_set_is_at_least_0_9(tmp_path):
 def test_any_agent_can_search_the_docs_and_the_answer_cites_file_line(tmp_path):
     index = DocIndex(DOCS, tmp_path / "index.sqlite3", embedder=False)
     index.update()
-    model = ScriptedModel([tool_call("search_docs", query="vacation days per year"),
-                           lambda ms: "27 days [" + ms[-1].content.split("]")[0].strip("[") + "]"])
+    def answer(messages):  # copies the label of the line it read the number on
+        line = next(t for t in messages[-1].content.splitlines() if "27 paid" in t)
+        return "27 days " + line.split("]")[0] + "]"
+
+    model = ScriptedModel([tool_call("search_docs", query="vacation days per year"), answer])
     result = ReActAgent(model, [index.tool()]).run("How many vacation days do I get?")
     observation = result.messages[3].content
-    assert "[en/leave-policy.md:5]" in observation and "27 paid vacation days" in observation
+    assert ("en/leave-policy.md · Heliotrope Labs: Leave Policy\n"
+            "[en/leave-policy.md:5] ## Vacation\n"
+            "[en/leave-policy.md:7] Full-time employees receive 27 paid vacation days per calendar "
+            "year.\n") in observation  # every line after its own file:line
     assert observation.endswith("answer now from them - no more searching - and cite the source "
                                 "you used, e.g. [en/leave-policy.md:5].")
-    assert result.answer == "27 days [en/leave-policy.md:5]"
+    assert result.answer == "27 days [en/leave-policy.md:7]"
     code = "```python\nprint(search_docs('年假有几天', k=1))\n```"
     model = ScriptedModel([code, "15 天 [zh/年假制度.md:5]"])
     result = CodeActAgent(model, [index.tool()], sandbox="subprocess").run("年假有几天？")
     assert "[zh/年假制度.md:5]" in result.messages[-2].content
     assert "不要再搜索，并注明所用内容的出处，例如 [zh/年假制度.md:5]。" in result.messages[-2].content
+
+
+def test_an_index_written_before_lines_were_kept_shows_one_source_a_passage(tmp_path):
+    from tao.memory.rag import Hit
+
+    old = Hit("[Leave]\n## Vacation\n27 days a year.", "leave.md", 5, 7, 0.5)
+    assert old.shown() == "[leave.md:5] [Leave]\n## Vacation\n27 days a year."
+    new = Hit("[Leave]\n## Vacation\n27 days a year.", "leave.md", 5, 7, 0.5, (5, 7))
+    assert new.shown() == "leave.md · Leave\n[leave.md:5] ## Vacation\n[leave.md:7] 27 days a year."
 
 
 def test_tao_index_reports_what_it_did_and_finds_passages(docs):
@@ -131,7 +146,8 @@ def test_tao_run_with_docs_gives_the_agent_search_docs(docs, monkeypatch):
     monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: model)
     res = runner.invoke(cli.app, ["run", "What may a hotel in Zurich cost?", "--docs", str(docs)])
     assert res.exit_code == 0, res.output
-    assert "Observation: [en/travel.md:12]" in res.stdout and "Hotel nights are capped" in res.stdout
+    assert "Observation: en/travel.md · Business Travel" in res.stdout
+    assert "[en/travel.md:14] Hotel nights are capped" in res.stdout
     assert "Final Answer: 240 euros a night [en/travel.md:12]" in res.stdout
 
 

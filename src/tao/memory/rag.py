@@ -40,6 +40,7 @@ class Chunk:
     text: str
     line: int | str  # the first line of the chunk (a PDF: "pN")
     end: int | str
+    lines: tuple[int | str, ...] = ()  # the line of each line of text after the heading path
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +50,22 @@ class Hit:
     line: int | str
     end: int | str
     score: float
+    lines: tuple[int | str, ...] = ()
 
     @property
     def source(self) -> str:
         return f"{self.file}:{self.line}"
+
+    def shown(self) -> str:
+        """The passage as ``search_docs`` shows it: each line after its own ``[file:line]``, so
+        the source a model copies is the line it read the fact on (an index written before
+        lines were kept: one label for the passage)."""
+        body = self.text.split("\n")
+        head = body.pop(0)[1:-1] if len(body) == len(self.lines) + 1 else None
+        if len(body) != len(self.lines):
+            return f"[{self.source}] {self.text}"
+        out = [f"{self.file} · {head}"] if head else []
+        return "\n".join([*out, *(f"[{self.file}:{n}] {t}" for n, t in zip(self.lines, body))])
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -170,7 +183,8 @@ def chunk(lines: list[tuple[int | str, str]], chunk_tokens: int = 200,
             text = "\n".join(body)
             if path:
                 text = f"[{path}]\n{text}"
-            chunks.append(Chunk(text, cur[0][0], cur[-1][0]))
+            chunks.append(Chunk(text, cur[0][0], cur[-1][0],
+                                tuple(n for n, t in cur if t.strip())))
 
     for n, line in _pieces(lines, chunk_tokens - overlap_tokens):
         h = _HEADING.match(line)
@@ -260,7 +274,8 @@ class DocIndex:
             for item_id in held.get(rel, ("", []))[1]:
                 self.store.delete(item_id)
             for c in chunks:
-                self.store.add(c.text, kind="doc", file=rel, line=c.line, end=c.end, digest=digest)
+                self.store.add(c.text, kind="doc", file=rel, line=c.line, end=c.end,
+                               lines=list(c.lines), digest=digest)
             done["files"] += 1
             done["chunks"] += len(chunks)
         for rel in set(held) - present:
@@ -270,8 +285,8 @@ class DocIndex:
         return done
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
-        return [Hit(i.text, i["file"], i["line"], i.get("end", i["line"]), i.score or 0.0)
-                for i in self.store.search(query, k=k, kind="doc")]
+        return [Hit(i.text, i["file"], i["line"], i.get("end", i["line"]), i.score or 0.0,
+                    tuple(i.get("lines") or ())) for i in self.store.search(query, k=k, kind="doc")]
 
     def tool(self, name: str = "search_docs") -> Any:
         """A tool any agent can use: the best passages for a query, each with its source."""
@@ -284,7 +299,7 @@ class DocIndex:
             hits = self.search(query, k=max(1, min(int(k), 10)))
             if not hits:
                 return prompts.render(t[lang]["no_docs"], query=query)
-            shown = "\n\n".join(f"[{h.source}] {h.text}" for h in hits)
+            shown = "\n\n".join(h.shown() for h in hits)
             return shown + "\n\n" + prompts.render(t[lang]["cite"], source=hits[0].source)
 
         return FunctionTool(search_docs, name=name, description=t["en"]["search_docs"])
