@@ -193,7 +193,10 @@ def test_a_stream_cut_mid_run_ends_with_every_event_exactly_once(workbench, rewi
     proxy = served.proxy
     fill_run(page, agent="react", model="slow", task="加一加")
     page.click("#run-button")
+    note = page.wait_for_selector("#reconnect-note:not([hidden])", timeout=10000)  # said, while cut
+    assert note.inner_text() == "连接断开，正在重连…"
     assert finished(page, timeout=40000) == "done"
+    assert page.is_hidden("#reconnect-note")
     run_id = page.get_attribute("#run", "data-run-id")
     events = replay_of(page, run_id)
     screenshot(page, f"reconnect_{'rewind' if rewind else 'resume'}")
