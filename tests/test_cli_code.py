@@ -204,3 +204,25 @@ def test_the_embedded_model_gets_room_for_a_whole_file(tmp_path):
     assert (roomier.max_tokens, roomier.n_ctx) == (4096, 16384)  # more than that is kept
     scripted = ScriptedModel(["Thought: done\nAction: Finish【ok】"])
     assert for_coding(scripted) is scripted
+
+
+def test_a_page_that_throws_is_told_to_the_model_which_writes_it_again(use_model, workdir):
+    from tao.tools import workspace_page
+
+    if workspace_page.chromium() is None:
+        pytest.skip("no Chromium here (apt-get install -y chromium)")
+    broken = GAME + "\nsetInterval(() => snake.push(nextHead()), 100);"
+    fixed = GAME + "\nconst nextHead = () => ({x: snake[0].x + dir.x, y: snake[0].y + dir.y});" \
+                   "\nsetInterval(() => snake.push(nextHead()), 100);"
+    model = ScriptedModel([*SNAKE_REPLIES[:2], write("game.js", "javascript", broken, "写游戏逻辑"),
+                           write("game.js", "javascript", fixed, "nextHead 没有定义，补上"),
+                           SNAKE_REPLIES[3]])
+    use_model(model)
+    res = runner.invoke(cli.app, ["code", SNAKE, "--sandbox", "none"])
+    assert res.exit_code == 0, res.output
+    told = ("在无头浏览器里打开 index.html，页面报错了（请修正出错的文件，再用 write_file 把它完整重写一遍）：\n"
+            "- game.js:6: Uncaught ReferenceError: nextHead is not defined")
+    assert told in res.stdout  # on the console, under the write's observation
+    assert told in model.calls[3][-1].content  # and to the model, before it wrote game.js again
+    assert (workdir / "workspace" / "game.js").read_text() == fixed
+    assert "完成：5 轮，4 次工具调用" in res.stdout

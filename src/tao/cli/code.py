@@ -86,7 +86,18 @@ def build_coder(model: Any, workspace: Any, max_turns: int = 15, **guard: Any) -
     for name, rule in (names if isinstance(names, dict) else dict.fromkeys(names, True)).items():
         rules[name] = any_of(rules.get(name, False), rule)  # a rule given adds to the built-in
     return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
-                      require_approval=rules, **guard)
+                      system_prompt=coder_prompt(workspace), require_approval=rules, **guard)
+
+
+def coder_prompt(workspace: Any) -> str:
+    """Seed 002's protocol prompt for ``workspace``'s tools, then tao code's rules for writing a
+    project (``prompts/code.toml``), in the workspace's language."""
+    from .. import prompts
+    from ..agents.protocols import TextProtocol
+
+    lang = getattr(workspace, "language", "en")
+    return (TextProtocol().system_prompt(lang, workspace) + "\n\n" +
+            prompts.table("code")[lang]["rules"].rstrip())
 
 
 @app.command("code")
@@ -176,7 +187,7 @@ def _workspace(root: Path, language: str, sandbox: str | None, extra: Any) -> An
 
     kind: str | bool | None = False if sandbox == "none" else sandbox
     try:
-        ws = Workspace(root, language=language, sandbox=kind)
+        ws = Workspace(root, language=language, sandbox=kind, check_pages=True)
     except OSError as e:
         raise fail(f"error: cannot use {root} as the workspace: {e.strerror or e}", 2) from None
     except (TaoError, ValueError) as e:

@@ -42,6 +42,9 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_WEB = (".html", ".htm", ".js", ".mjs", ".css")
+
+
 class WorkspaceError(ValueError):
     """A workspace tool refused a call (the message says why, for the model); the same call
     fails again, so ``retryable = False``."""
@@ -61,12 +64,17 @@ class Workspace(Toolbox):
     returns is untrusted unless it is what ``write_file``/``edit_file`` wrote there (a file that
     was in the folder before, or that a command changed, is data from elsewhere), and so is
     ``run_command``'s output when the folder held files before. ``trusted=True``: the folder's
-    files are the user's own, read as trusted."""
+    files are the user's own, read as trusted.
+
+    ``check_pages=True`` (tao code): after a write that leaves a web page with every file it
+    loads, the page is opened in headless Chromium and what its scripts throw is added to the
+    write's observation (``workspace_page``)."""
 
     def __init__(self, root: str | os.PathLike[str] = "workspace", *, language: str = "en",
                  sandbox: str | bool | None = None, limits: Any = None,
                  max_write_bytes: int = 1 << 20, max_read_bytes: int = 16 << 20,
-                 max_files: int = 1000, max_timeout: float = 600, trusted: bool = False):
+                 max_files: int = 1000, max_timeout: float = 600, trusted: bool = False,
+                 check_pages: bool = False):
         if language not in ("zh", "en"):
             raise ValueError(f"language must be 'zh' or 'en', not {language!r}")
         self.root = Path(root).resolve()
@@ -79,6 +87,7 @@ class Workspace(Toolbox):
         #: the guard's view of the folder: files that were here before (the user's documents, a
         #: cloned project) may carry instructions aimed at the model; what the tools wrote does not
         self.trusted = trusted
+        self.check_pages = check_pages  # a web page written whole: its JavaScript errors told
         self.foreign = not trusted and any(True for _ in os.scandir(self.root))
         self._wrote: dict[str, str] = {}  # path -> SHA-256 of what write_file/edit_file left
         self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
@@ -116,7 +125,8 @@ class Workspace(Toolbox):
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
             self._wrote["/".join(parts)] = _sha(data)
-            return self._say("wrote", path="/".join(parts), chars=len(content))
+            return self._say("wrote", path="/".join(parts), chars=len(content)) + \
+                self._page_note("/".join(parts))
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
         """Read a text file in the workspace, a window of lines at a time.
@@ -228,7 +238,7 @@ class Workspace(Toolbox):
             if self._wrote.get(where) == _sha(text.encode("utf-8")):  # ours before: still ours
                 self._wrote[where] = _sha(data)
             return self._say("edited", path=where, line=text.count("\n", 0, at[0]) + 1,
-                             chars=len(changed))
+                             chars=len(changed)) + self._page_note(where)
 
     async def run_command(self, command: str, timeout: float = 60) -> str:
         """Run a shell command in the workspace folder; returns its output and exit status.
@@ -281,6 +291,15 @@ class Workspace(Toolbox):
         raise RuntimeError("inside a running event loop use `async with Workspace(...)`")
 
     # -- internals ----------------------------------------------------------------------------
+    def _page_note(self, path: str) -> str:
+        """With ``check_pages``, after a write to a web file: what the page throws
+        (``workspace_page.note``), or nothing."""
+        if not self.check_pages or not path.lower().endswith(_WEB):
+            return ""
+        from .workspace_page import note
+
+        return note(self.root, path, self._say)
+
     def _say(self, key: str, **values: object) -> str:
         if "kind" in values:
             values["kind"] = self._text[f"kind_{values['kind']}"]
