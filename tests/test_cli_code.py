@@ -225,4 +225,6 @@ def test_a_page_that_throws_is_told_to_the_model_which_writes_it_again(use_model
     assert told in res.stdout  # on the console, under the write's observation
     assert told in model.calls[3][-1].content  # and to the model, before it wrote game.js again
     assert (workdir / "workspace" / "game.js").read_text() == fixed
+    assert "在无头浏览器里打开 index.html，没有报错。如果任务要的文件都已写好，就调用 Finish 结束" in \
+        model.calls[4][-1].content  # the page works: the model is told it may finish
     assert "完成：5 轮，4 次工具调用" in res.stdout

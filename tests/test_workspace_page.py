@@ -36,7 +36,7 @@ def browser_here():
         pytest.skip("no Chromium here (apt-get install -y chromium)")
 
 
-def test_the_page_is_checked_once_whole_and_its_errors_come_back_with_file_and_line(tmp_path):
+def test_the_page_is_checked_once_whole_its_errors_come_back_with_file_and_line_and_a_clean_page_says_so(tmp_path):
     ws = Workspace(tmp_path, language="zh", sandbox=False, check_pages=True)
     assert ws.write_file("index.html", PAGE) == f"文件 index.html 写入成功（{len(PAGE)} 字符）"
     assert ws.write_file("style.css", STYLE) == f"文件 style.css 写入成功（{len(STYLE)} 字符）"
@@ -45,7 +45,8 @@ def test_the_page_is_checked_once_whole_and_its_errors_come_back_with_file_and_l
     assert told == (f"文件 game.js 写入成功（{len(BROKEN)} 字符）\n"
                     "在无头浏览器里打开 index.html，页面报错了（请修正出错的文件，再用 write_file 把它完整重写一遍）：\n"
                     "- game.js:3: Uncaught ReferenceError: snakePosition is not defined")
-    assert ws.write_file("game.js", FIXED) == f"文件 game.js 写入成功（{len(FIXED)} 字符）"
+    assert ws.write_file("game.js", FIXED) == (f"文件 game.js 写入成功（{len(FIXED)} 字符）\n"
+                                               "在无头浏览器里打开 index.html，没有报错。如果任务要的文件都已写好，就调用 Finish 结束")
     told = ws.edit_file("game.js", "let snakePosition", "let snakePos")
     assert told.endswith("- game.js:4: Uncaught ReferenceError: snakePosition is not defined")
 
@@ -61,7 +62,11 @@ def test_english_and_off_by_default(tmp_path):
     assert told.splitlines()[1:] == [
         "Opened in a headless browser, index.html threw errors (fix the file at fault and write it "
         "whole again with write_file):", "- game.js:3: Uncaught ReferenceError: snakePosition is not defined"]
-    assert checked.write_file("notes.txt", "x") == "wrote notes.txt (1 characters)"
+    assert checked.write_file("notes.txt", "x") == "wrote notes.txt (1 characters)"  # not a web file
+    checked.write_file("game.js", FIXED)
+    assert checked.write_file("style.css", STYLE).splitlines()[1] == (
+        "Opened in a headless browser, index.html threw no errors. If every file the task asks "
+        "for is written, call Finish")
 
 
 def test_the_page_has_no_network(tmp_path):

@@ -115,11 +115,14 @@ def page_errors(root: Path, page: str = "index.html", *, timeout: float = 30) ->
 def note(root: Path, path: str, say: Callable[..., str]) -> str:
     """What a write to ``path`` adds to its observation: the page (``path`` if it is HTML, else
     index.html), once it has every file it loads, checked; its errors worded by ``say`` (the
-    workspace's ``page_errors`` text) on a line of their own, or ``""`` when it threw none."""
+    workspace's ``page_errors`` text) on a line of their own, or ``page_ok`` when it threw none;
+    ``""`` before the page is whole or without Chromium."""
     page = path if path.lower().endswith((".html", ".htm")) else "index.html"
     if not ready(root, page):
         return ""
     errors = page_errors(root, page)
-    if not errors:
+    if errors is None:  # no Chromium: nothing to tell
         return ""
+    if not errors:  # a small model goes on "improving" a page that works; say it does
+        return "\n" + say("page_ok", page=page)
     return "\n" + say("page_errors", page=page, errors="\n".join(f"- {e}" for e in errors))
