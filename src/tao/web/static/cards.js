@@ -11,7 +11,7 @@ export function el(tag, attrs = {}, ...children) {
     if (k === "class") e.className = v;
     else if (k === "text") e.textContent = v;
     else if (k === "i18n") label(e, v);
-    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else if (k.startsWith("data-") || k.startsWith("aria-")) e.setAttribute(k, v);
     else e[k] = v;
   }
   for (const c of children) if (c) e.append(c);

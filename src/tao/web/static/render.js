@@ -31,7 +31,7 @@ export class RunView {
     this.root.classList.add("run-view");
     this.root.dataset.runId = this.runId || "";
     this.root.dataset.status = "running";
-    this.chain = el("ol", { class: "chain" });
+    this.chain = el("ol", { class: "chain", "aria-live": "polite" });
     this.dagBox = el("div", { class: "dag-wrap" });
     this.statsBox = el("div", { class: "stats", hidden: true });
     this.filesBox = el("div", { class: "files", hidden: true });
