@@ -40,7 +40,7 @@ def serve_command(
         from ..web import create_app
     except ImportError as e:
         raise fail(f"error: tao serve needs FastAPI, uvicorn and sse-starlette, the package's "
-                   f"web extra: {e}", 2) from None
+                   f"web extra (pip install 'tao-agents[web]'): {e}", 2) from None
     if host not in LOCAL and not token:
         token = secrets.token_urlsafe(24)
     try:
