@@ -87,6 +87,7 @@ def interleaved(questions: list[dict]) -> list[dict]:
 def answers(index, questions: list[dict], n: int, offset: int = 0, model_spec: str = "local",
             rows_file: Path | None = None) -> dict:
     from tao import ReActAgent
+    from tao.memory.rag import cite
     from tao.models.resolve import resolve_model
 
     model = resolve_model(model_spec)
@@ -100,11 +101,15 @@ def answers(index, questions: list[dict], n: int, offset: int = 0, model_spec: s
         queries = [c.arguments.get("query") for m in result.messages if m.role == "assistant"
                    for c in (m.tool_calls or ())]
         rows.append({"question": q["question"], "expected": q["answer"], "file": q["file"],
+                     "fact": q["fact"],
                      "answer": answer[:300], "correct": q["answer"].casefold() in answer.casefold(),
                      "cited": f"{Path(q['file']).name}:" in answer or f"{q['file']}:" in answer,
                      "cited_line": cites_line(answer, q["file"], fact_line(q["file"], q["fact"])),
                      "status": result.status, "turns": result.turns, "queries": queries,
                      "error": result.error, "model": model.name,
+                     "observations": [m.content for m in result.messages if m.role == "tool"],
+                     "attributed": cite(answer, [m.content for m in result.messages
+                                                 if m.role == "tool"]),
                      "seconds": round(time.perf_counter() - t, 1)})
         print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
         if rows_file is not None:
@@ -121,11 +126,34 @@ def cites_line(answer: str, file: str, line: int | str) -> bool:
     return any(m == str(line) for m in re.findall(rf"{name}:(p?\d+)", answer))
 
 
+def backfill(row: dict, index, questions: list[dict]) -> dict:
+    """A row written before rows kept the passages shown: its searches run again (search is
+    deterministic over the same documents), and ``cite`` reads those."""
+    if "attributed" in row:
+        return row
+    from tao.memory.rag import cite
+
+    q = next(q for q in questions if q["question"] == row["question"])
+    tool = index.tool()
+    shown = [tool.fn(query) for query in row.get("queries") or () if isinstance(query, str)]
+    return {**row, "fact": q["fact"], "observations": shown,
+            "cited_line": cites_line(row["answer"], q["file"], fact_line(q["file"], q["fact"])),
+            "attributed": cite(row["answer"], shown)}
+
+
+def attributed(row: dict) -> bool:
+    """Whether ``tao.memory.rag.cite`` finds the fact's own line for a correct answer."""
+    source = row.get("attributed")
+    return bool(row["correct"] and source) and cites_line(
+        f"[{source}]", row["file"], fact_line(row["file"], row["fact"]))
+
+
 def summary(rows: list[dict], seconds: float | None = None) -> dict:
     n = max(1, len(rows))
     return {"answered": len(rows), "accuracy": round(sum(r["correct"] for r in rows) / n, 3),
             "cited": round(sum(r["cited"] for r in rows) / n, 3),
             "cited_line": round(sum(r.get("cited_line", False) for r in rows) / n, 3),
+            "attributed_line": round(sum(attributed(r) for r in rows) / n, 3),
             "seconds": round(seconds if seconds is not None
                              else sum(r["seconds"] for r in rows), 1), "rows": rows}
 
@@ -146,10 +174,6 @@ def main() -> None:
     questions = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()
                  if line.strip()]
     out: dict = {}
-    if args.summarize:
-        rows = [json.loads(line) for f in args.summarize
-                for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-        out["answers"] = summary(rows)
     with tempfile.TemporaryDirectory() as tmp:
         kinds = [("hybrid", None)] + ([("keyword", False)] if args.keyword else [])
         for name, embedder in kinds:
@@ -159,6 +183,10 @@ def main() -> None:
             out[name] = {"files": done["files"], "chunks": done["chunks"],
                          "failed": done["failed"],
                          "index_s": round(time.perf_counter() - t, 2), **retrieval(index, questions)}
+            if name == "hybrid" and args.summarize:
+                rows = [json.loads(line) for f in args.summarize
+                        for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+                out["answers"] = summary([backfill(r, index, questions) for r in rows])
             if name == "hybrid" and args.answers:
                 out["answers"] = answers(index, questions, args.answers, args.offset,
                                          args.model, args.rows)
@@ -179,7 +207,8 @@ def main() -> None:
     if "answers" in out:
         a = out["answers"]
         print(f"answers (embedded model): {a['accuracy']} correct, {a['cited']} cite the file "
-              f"({a['cited_line']} the fact's line), "
+              f"({a['cited_line']} the fact's line; tao's cite() finds it for "
+              f"{a['attributed_line']}), "
               f"{a['answered']} questions in {a['seconds']} s")
         for row in a["rows"]:
             print(f"   {'ok ' if row['correct'] else 'NO '}{'cite ' if row['cited'] else '     '}"

@@ -128,6 +128,22 @@ def test_an_index_written_before_lines_were_kept_shows_one_source_a_passage(tmp_
     assert new.shown() == "leave.md · Leave\n[leave.md:5] ## Vacation\n[leave.md:7] 27 days a year."
 
 
+def test_cite_finds_the_line_an_uncited_answer_was_read_from(tmp_path):
+    """The embedded model answers from the passages but does not cite them: ``cite`` finds the
+    shown line that holds the answer's number and words, and nothing for an answer that is in
+    no passage."""
+    from tao.memory.rag import cite
+
+    index = DocIndex(DOCS, tmp_path / "index.sqlite3", embedder=False)
+    index.update()
+    search = index.tool().fn
+    shown = [search("meal allowance on a business trip"), search("出差餐补")]
+    assert cite("45 euros per day", shown) == "en/expenses.md:5"
+    assert cite("每天 120 元", shown) == "zh/报销规定.md:5"
+    assert cite("The allowance is 99 dollars", shown) is None
+    assert cite("", shown) is None and cite("45 euros", []) is None
+
+
 def test_tao_index_reports_what_it_did_and_finds_passages(docs):
     res = runner.invoke(cli.app, ["index", str(docs), "--query", "Nimbus R7 setup address", "--k", "1"])
     assert res.exit_code == 0, res.output

@@ -12,35 +12,26 @@ Markdown, text, HTML and PDF (``pypdf``) files are read with their line numbers,
 chunks of about ``chunk_tokens`` with ``overlap_tokens`` carried over from the chunk before (so a
 fact cut in two is whole in one of them), a Markdown chunk prefixed with its heading path, and
 stored in a ``MemoryStore`` (the same hybrid keyword + vector search) with ``file`` and ``line``.
-A passage's source is ``file:line`` (a PDF's ``file:pN``, its page), which the tool shows and
-asks the model to cite.
+A passage's source is ``file:line`` (a PDF's ``file:pN``, its page): the tool shows it before
+every line and asks the model to cite it; :func:`cite` finds the line an answer was read from
+in what the tool showed, for a model that does not (``cite(result.answer, observations)``).
+Reading and chunking: ``tao.memory.chunks``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from .. import prompts
-from .text import estimate_tokens
+from .chunks import SUFFIXES, Chunk, chunk, read_lines
+from .text import stem, term_set, terms
 
-SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "text",
-            ".html": "html", ".htm": "html", ".pdf": "pdf"}
-_HEADING = re.compile(r"^(#{1,6})\s+(.*\S)")
-_SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    text: str
-    line: int | str  # the first line of the chunk (a PDF: "pN")
-    end: int | str
-    lines: tuple[int | str, ...] = ()  # the line of each line of text after the heading path
+_LABELLED = re.compile(r"^\[(?P<source>[^\[\]\n]+:p?\d+)\] (?P<text>.+)$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,151 +58,6 @@ class Hit:
         out = [f"{self.file} · {head}"] if head else []
         return "\n".join([*out, *(f"[{self.file}:{n}] {t}" for n, t in zip(self.lines, body))])
 
-
-# -- reading ------------------------------------------------------------------------------
-class _HTMLText(HTMLParser):
-    """The visible text of an HTML page as (line, text) pieces: each block element's text, by
-    the source lines it spans, so a passage cites the line its words are on."""
-
-    BLOCKS = {"p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "section",
-              "article", "pre", "blockquote", "dt", "dd", "td", "th"}
-    SKIP = {"script", "style", "title", "noscript", "template"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.pieces: list[tuple[int, str]] = []
-        self._buf: list[tuple[int, str]] = []
-        self._skip = 0
-        self._heading = 0
-
-    def _flush(self) -> None:
-        lines: dict[int, str] = {}
-        for start, data in self._buf:
-            for j, part in enumerate(data.split("\n")):
-                lines[start + j] = lines.get(start + j, "") + part
-        first = True
-        for n in sorted(lines):
-            text = " ".join(lines[n].split())
-            if text:
-                mark = "#" * self._heading + " " if self._heading and first else ""
-                self.pieces.append((n, mark + text))
-                first = False
-        self._buf = []
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in self.SKIP:
-            self._skip += 1
-        if tag in self.BLOCKS:
-            self._flush()
-            self._heading = int(tag[1]) if re.fullmatch(r"h[1-6]", tag) else 0
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP and self._skip:
-            self._skip -= 1
-        if tag in self.BLOCKS:
-            self._flush()
-            self._heading = 0
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self._buf.append((self.getpos()[0], data))
-
-
-def read_lines(path: Path) -> list[tuple[int | str, str]]:
-    """The file's text as (line, text) pairs; a PDF's lines are labelled with their page."""
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind == "pdf":
-        try:
-            from pypdf import PdfReader
-        except ImportError:
-            raise ImportError("reading PDF needs pypdf: pip install 'pypdf==7.1.1'") from None
-        out: list[tuple[int | str, str]] = []
-        for n, page in enumerate(PdfReader(str(path)).pages, 1):
-            out += [(f"p{n}", line) for line in (page.extract_text() or "").splitlines()]
-        return out
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if kind == "html":
-        parser = _HTMLText()
-        parser.feed(text)
-        parser.close()
-        parser._flush()
-        return list(parser.pieces)
-    return [(i, line) for i, line in enumerate(text.splitlines(), 1)]
-
-
-# -- chunking -----------------------------------------------------------------------------
-def _pieces(lines: list[tuple[int | str, str]], limit: int) -> Iterator[tuple[int | str, str]]:
-    """Lines, a line longer than ``limit`` tokens split at its sentences (then hard)."""
-    for n, line in lines:
-        if estimate_tokens(line) <= limit:
-            yield n, line
-            continue
-        part = ""
-        for s in _SENTENCE.split(line):
-            while estimate_tokens(s) > limit:  # a sentence too long on its own
-                cut = max(1, len(s) * limit // max(1, estimate_tokens(s)))
-                if part:
-                    yield n, part
-                    part = ""
-                yield n, s[:cut]
-                s = s[cut:]
-            if part and estimate_tokens(part + " " + s) > limit:
-                yield n, part
-                part = ""
-            part = f"{part} {s}".strip() if part else s
-        if part:
-            yield n, part
-
-
-def chunk(lines: list[tuple[int | str, str]], chunk_tokens: int = 200,
-          overlap_tokens: int = 40) -> list[Chunk]:
-    """Chunks of about ``chunk_tokens``; each starts with the last ``overlap_tokens`` of the
-    one before (whole lines), and a Markdown heading starts a new chunk. A chunk under a
-    heading begins with that heading path, so that it is found by what its section is about."""
-    if overlap_tokens >= chunk_tokens:
-        raise ValueError("overlap_tokens must be less than chunk_tokens")
-    chunks: list[Chunk] = []
-    heads: list[str] = []
-    cur: list[tuple[int | str, str]] = []
-    size = 0
-
-    def emit() -> None:
-        body = [t for _, t in cur if t.strip()]
-        if body and not all(_HEADING.match(t) for t in body):
-            own = bool(heads) and _HEADING.match(body[0]) is not None  # starts at its heading
-            path = " > ".join(heads[:-1] if own else heads)
-            text = "\n".join(body)
-            if path:
-                text = f"[{path}]\n{text}"
-            chunks.append(Chunk(text, cur[0][0], cur[-1][0],
-                                tuple(n for n, t in cur if t.strip())))
-
-    for n, line in _pieces(lines, chunk_tokens - overlap_tokens):
-        h = _HEADING.match(line)
-        if h:
-            emit()
-            level = len(h.group(1))
-            heads[:] = heads[:level - 1] + [h.group(2)]
-            cur, size = [(n, line)], estimate_tokens(line)
-            continue
-        cost = estimate_tokens(line) + 1
-        if cur and size + cost > chunk_tokens and any(t.strip() for _, t in cur):
-            emit()
-            keep: list[tuple[int | str, str]] = []
-            kept = 0
-            for item in reversed(cur):
-                c = estimate_tokens(item[1]) + 1
-                if kept + c > overlap_tokens:
-                    break
-                keep.insert(0, item)
-                kept += c
-            cur, size = keep, kept
-        if not cur and not line.strip():
-            continue
-        cur.append((n, line))
-        size += cost
-    emit()
-    return chunks
 
 
 # -- the index ----------------------------------------------------------------------------
@@ -308,4 +154,20 @@ class DocIndex:
         self.store.close()
 
 
-__all__ = ["Chunk", "DocIndex", "Hit", "chunk", "read_lines"]
+def cite(answer: str, shown: Iterable[str]) -> str | None:
+    """The ``file:line`` of the line, among those ``search_docs`` showed (its observations),
+    that ``answer`` was most likely read from: the most of the answer's terms, a number
+    counting three times; ``None`` when no line shares a number or three terms with it. For a
+    model that answers from the passages but does not cite them (the embedded 1.5B never did)."""
+    want = {stem(t) for t in terms(answer or "")}
+    numbers = {t for t in want if any(c.isdigit() for c in t)}
+    best, best_score = None, 0
+    for text in shown:
+        for m in _LABELLED.finditer(text):
+            score = sum(3 if t in numbers else 1 for t in want & term_set(m["text"]))
+            if score > best_score:
+                best, best_score = m["source"], score
+    return best if best_score >= 3 else None
+
+
+__all__ = ["SUFFIXES", "Chunk", "DocIndex", "Hit", "chunk", "cite", "read_lines"]
