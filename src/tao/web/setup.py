@@ -25,7 +25,8 @@ AGENTS = ("react", "react-text", "codeact", "plan", "code")
 #: the embedded models ``tao.models.resolve`` knows ("local" is its default, the 1.5B), with the
 #: key of each one's label in prompts/web.toml
 LOCAL = {"local": "model_local", "local-0.5b": "model_local_05b"}
-TOOLS = ("calculators", "weather", "workspace")
+#: the tool sets that are part of the package, in the order their tools are given to a run
+BUILT_IN = ("calculators", "weather")
 
 
 class ModelChoice(BaseModel):
@@ -58,10 +59,20 @@ class Built:
     warm: Callable[[], Any] | None = None
 
 
-def weather_file() -> Path | None:
-    """Seed 001's weather demo (``examples/weather.py``), where this checkout has it."""
-    here = Path(__file__).resolve().parents[3] / "examples" / "weather.py"
-    return here if here.is_file() else None
+def tool_set(name: str) -> list[Any]:
+    """The tools of a built-in set: the seed's calculators, or seed 001's weather demo (part of
+    the package, so an installed wheel offers it too)."""
+    if name == "calculators":
+        from ..tools.calculator import calculate, calculator
+
+        return [calculate, calculator]
+    from ..tools.demo_weather import calculate, get_weather, search_web
+
+    return [get_weather, search_web, calculate]
+
+
+#: what the workspace set (and every coding run) gives; a test holds it to ``Workspace``'s own
+WORKSPACE_TOOLS = ("write_file", "read_file", "list_dir", "edit_file", "run_command")
 
 
 def mcp_specs() -> list[str]:
@@ -80,8 +91,11 @@ def options(lang: str, extra: dict[str, Any]) -> dict[str, Any]:
     models.append({"name": "openai", "label": say(lang, "model_openai"),
                    "needs": ["base_url", "api_key", "model"]})
     models += [{"name": n, "label": n} for n in extra]
-    tools = [{"name": "calculators"}, *([{"name": "weather"}] if weather_file() else []),
-             {"name": "workspace"}, *({"name": f"mcp:{s}"} for s in mcp_specs())]
+    # each set's tool names, for the page's "needs approval" boxes (an MCP server's are known
+    # only once it runs: the page asks for those by name)
+    tools = [*({"name": n, "tools": [t.name for t in tool_set(n)]} for n in BUILT_IN),
+             {"name": "workspace", "tools": list(WORKSPACE_TOOLS)},
+             *({"name": f"mcp:{s}"} for s in mcp_specs())]
     return {"agents": list(AGENTS), "models": models, "tools": tools, "lang": lang}
 
 
@@ -108,26 +122,33 @@ def _model(choice: ModelChoice, agent: str, extra: dict[str, Callable[..., Any]]
 
 
 def _tools(names: list[str]) -> tuple[list[Any], bool, list[str]]:
-    """The tools picked, whether a workspace was picked, and the MCP servers to open."""
-    tools: list[Any] = []
-    workspace, servers = False, []
+    """The tools picked, whether a workspace was picked, and the MCP servers to open. The
+    built-in sets overlap in one name, ``calculate`` (the weather demo brings the seed's own):
+    picked together, the first set's tool is kept - both compute the same arithmetic, and a
+    user who ticks two boxes wants a run, not "two tools are named 'calculate'"."""
     known = set(mcp_specs())
-    for name in dict.fromkeys(names):
-        if name == "calculators":
-            from ..tools.calculator import calculate, calculator
-
-            tools += [calculate, calculator]
-        elif name == "weather" and weather_file() is not None:
-            from ..tools.loader import load_tools
-
-            tools += load_tools(str(weather_file()))
-        elif name == "workspace":
-            workspace = True
-        elif name.startswith("mcp:") and name[4:] in known:
-            servers.append(name[4:])
-        else:
+    for name in names:
+        if name not in (*BUILT_IN, "workspace") and not (name.startswith("mcp:")
+                                                       and name[4:] in known):
             raise Refusal(400, "unknown_tool", tool=repr(name))
-    return tools, workspace, servers
+    tools: list[Any] = []
+    for name in BUILT_IN:
+        if name in names:
+            have = {t.name for t in tools}
+            tools += [t for t in tool_set(name) if t.name not in have]
+    servers = [n[4:] for n in dict.fromkeys(names) if n.startswith("mcp:")]
+    return tools, "workspace" in names, servers
+
+
+def _clash(sets: list[tuple[str, list[str]]]) -> None:
+    """Tools of different sets that share a name (an MCP server's ``calculate`` beside the
+    calculators'): which one would run is not for tao to guess, so the form says which to drop."""
+    seen: dict[str, str] = {}
+    for where, names in sets:
+        for n in names:
+            if n in seen and seen[n] != where:
+                raise Refusal(400, "tool_clash", tool=repr(n), first=seen[n], second=where)
+            seen.setdefault(n, where)
 
 
 def _open_mcp(specs: list[str]) -> list[Any]:
@@ -152,7 +173,7 @@ def _open_mcp(specs: list[str]) -> list[Any]:
 
 
 async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, Any],
-                workspace_root: Path, journal: Any, approver: Any) -> Built:
+                workspace_root: Path, journal: Any, approver: Any, audit: Any = None) -> Built:
     """The agent for one run. ``Refusal`` (and ``TaoError``) for what cannot be built."""
     from ..lang import detect_language
 
@@ -171,6 +192,8 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
     if req.model.name in LOCAL:
         built.warm = lambda: model.llm
     guard: dict[str, Any] = {"approve": approver, "journal": journal}
+    if audit is not None:  # as tao run does: every tool call, approval, run start and end
+        guard["audit"] = audit  # the key is never in a record: masked where it comes in
     if req.approve:
         guard["require_approval"] = list(req.approve)
     ws = None
@@ -181,6 +204,10 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
             ws = _workspace(workspace_root / run_id, detect_language(req.task))
             built.workspace = ws.root
             built.closers.append(ws.close)
+        given = {id(t) for t in tools}
+        _clash([*((n, [t.name for t in tool_set(n) if id(t) in given]) for n in BUILT_IN),
+                *((f"mcp:{spec}", [t.name for t in srv]) for spec, srv in zip(specs, servers)),
+                *([("workspace", list(WORKSPACE_TOOLS))] if ws is not None else [])])
         if agent == "code":
             from ..cli.code import build_coder
 
