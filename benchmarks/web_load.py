@@ -12,6 +12,7 @@ calculator calls, streamed text - about 90 events a run.
 
     python benchmarks/web_load.py [--clients 50] [--delay 0.02] [--shape runs|fanout|both] [--rounds 3]
                                   [--fsync]   # the journal fsyncs each tool start, as tao run does
+                                  [--audit fsync|nofsync|off]   # the audit log (default: not fsync'd)
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def serve(port: int, folder: str) -> None:
 
     app = create_app(journal=Path(folder) / "runs.db", models={"paced": paced_model},
                      workspace_root=Path(folder) / "ws",
-                     journal_fsync=os.environ.get("WEB_LOAD_FSYNC") == "1")
+                     journal_fsync=os.environ.get("WEB_LOAD_FSYNC") == "1",
+                     audit=os.environ.get("WEB_LOAD_AUDIT") != "off",
+                     audit_fsync=os.environ.get("WEB_LOAD_AUDIT") == "fsync")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -153,6 +156,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="Each shape this many times, in turn.")
     ap.add_argument("--fsync", action="store_true",
                     help="Journal with fsync at each tool start (create_app(journal_fsync=True)).")
+    ap.add_argument("--audit", choices=("fsync", "nofsync", "off"), default="nofsync",
+                    help="The audit log: each line fsync'd, not (create_app's default), or none.")
     ap.add_argument("--serve", nargs=2, metavar=("PORT", "DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -161,7 +166,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="web-load-") as folder:
         env = {**os.environ, "WEB_LOAD_DELAY": str(args.delay), "TAO_DATA_DIR": folder,
-               "WEB_LOAD_FSYNC": "1" if args.fsync else "0"}
+               "WEB_LOAD_FSYNC": "1" if args.fsync else "0", "WEB_LOAD_AUDIT": args.audit}
         server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), folder], env=env)
         try:
             import urllib.request
@@ -188,7 +193,7 @@ def main() -> None:
     print(f"model: paced ScriptedModel, {args.delay * 1000:.0f} ms a chunk; "
           f"server RSS idle {idle / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB; "
           f"load average at start {load_avg:.1f} on {os.cpu_count()} CPUs; journal fsync "
-          f"{'on' if args.fsync else 'off'}")
+          f"{'on' if args.fsync else 'off'}, audit log {args.audit}")
     print(" | ".join(cols))
     for row in rows:
         print(" | ".join(str(row[c]) for c in cols))

@@ -65,6 +65,23 @@ def test_on_localhost_it_needs_no_token(tmp_path: Path) -> None:
         assert address == f"http://127.0.0.1:{port}/"
         assert wait_up(f"{address}api/options").status_code == 200
         assert (tmp_path / "runs.db").exists()  # the journal: in the user's data directory
+        assert (tmp_path / "audit.jsonl").exists()  # and the audit log, as tao run keeps it
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("args, toml, log", [
+    ([], 'audit = "logs/served.jsonl"\n', "logs/served.jsonl"),  # tao.toml's, from its folder
+    (["--audit", "mine.jsonl"], 'audit = false\n', "mine.jsonl"),  # the flag wins
+    (["--no-audit"], "", None)])
+def test_the_audit_log_is_chosen_as_tao_run_chooses_it(tmp_path: Path, args, toml, log) -> None:
+    (tmp_path / "tao.toml").write_text(toml, encoding="utf-8")
+    proc, address = serve(tmp_path, "--port", str(free_port()), *args)
+    try:
+        assert wait_up(f"{address}api/options").status_code == 200
+        made = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.jsonl"))
+        assert made == ([log] if log else [])
     finally:
         proc.terminate()
         proc.wait(10)

@@ -26,7 +26,7 @@ from tao.web import create_app  # noqa: E402
 
 
 def app_at(tmp_path: Path, **kw):
-    return create_app(journal=tmp_path / "runs.db", models=MODELS,
+    return create_app(journal=tmp_path / "runs.db", models=MODELS, audit=tmp_path / "audit.jsonl",
                       workspace_root=tmp_path / "ws", **kw)
 
 
@@ -119,7 +119,7 @@ def test_the_api_key_reaches_the_endpoint_and_nothing_else(tmp_path: Path, caplo
         endpoint.push(Reply(f"The key you gave me is {key}."),  # a model that leaks it back
                       Error(401, f"Incorrect API key provided: {key}."))  # as OpenAI says it
         model = {"name": "openai", "base_url": endpoint.url, "api_key": key, "model": "m"}
-        leaked = start(c, model=model, tools=[], task="say my key")
+        leaked = start(c, model=model, tools=[], task=f"say my key, {key}")  # typed in, too
         refused = start(c, model=model, tools=[], task="again")
         seen = [c.get(f"/api/runs/{r}/events").text for r in (leaked, refused)]
         seen += [c.get(f"/api/runs/{r}/replay").text for r in (leaked, refused)]
@@ -136,6 +136,43 @@ def test_the_api_key_reaches_the_endpoint_and_nothing_else(tmp_path: Path, caplo
     seen += [out, err, caplog.text]
     seen += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()]
     assert len(seen) > 12 and not [text[:200] for text in seen if key in text]
+    assert leaked in (tmp_path / "audit.jsonl").read_text()  # the audit log was among them
+
+
+def test_a_served_run_is_audited_as_tao_run_audits_it(tmp_path: Path) -> None:
+    from tao.guard.audit import entries, verify
+
+    with Served(app_at(tmp_path)) as s, s.client() as c:
+        run_id = start(c, model={"name": "echo"}, approve=["calculator"], task="15 加 27")
+        asked = sse(c, run_id, until="approval_requested")[-1]["data"]
+        c.post(f"/api/runs/{run_id}/approvals", json={"call_id": asked["call_id"],
+                                                      "verdict": "reject", "reason": "先别算"})
+        assert sse(c, run_id)[-1]["data"] == {"status": "done"}
+    log = [e for e in entries(tmp_path / "audit.jsonl") if e.get("run_id") == run_id]
+    assert [e["kind"] for e in log] == ["run.start", "approval", "tool.call", "run.end"]
+    assert log[0]["task"] == "15 加 27" and log[0]["agent"] == "react"
+    assert log[1]["decision"] == "rejected" and log[1]["reason"] == "先别算"
+    assert log[2]["tool"] == "calculator" and log[2]["status"] == "rejected"
+    assert verify(tmp_path / "audit.jsonl").ok  # the hash chain tao audit verify checks
+
+
+def test_a_key_typed_into_an_approval_is_not_in_the_audit_log_or_the_journal(tmp_path: Path) -> None:
+    key = "plainkey" + secrets.token_hex(8)  # no shape redaction knows: only the run knows it
+    with OpenAIServer() as endpoint, Served(app_at(tmp_path)) as s, s.client() as c:
+        endpoint.push(Reply("", tool_calls=[("call_1", "calculator",
+                                             '{"operation": "add", "a": 1, "b": 2}')]),
+                      Reply("好的，不算了。"))
+        model = {"name": "openai", "base_url": endpoint.url, "api_key": key, "model": "m"}
+        run_id = start(c, model=model, approve=["calculator"], task="1+2")
+        asked = sse(c, run_id, until="approval_requested")[-1]["data"]
+        c.post(f"/api/runs/{run_id}/approvals", json={
+            "call_id": asked["call_id"], "verdict": "edit", "reason": f"用 {key} 的账户",
+            "arguments": {"operation": "add", "a": 1, "b": 2, "note": key}})
+        events = sse(c, run_id)
+        assert events[-1]["data"] == {"status": "done"} and key not in json.dumps(events)
+    audit = (tmp_path / "audit.jsonl").read_text()
+    assert '"kind":"approval"' in audit and "***" in audit and key not in audit
+    assert key.encode() not in (tmp_path / "runs.db").read_bytes()
 
 
 def test_another_sites_page_cannot_start_or_answer_anything(tmp_path: Path) -> None:

@@ -62,6 +62,8 @@ def test_a_reconnect_with_last_event_id_loses_and_repeats_nothing(served: Served
         assert c.get("/api/runs").json()["runs"][0]["live"] is True
         rest = sse(c, run_id, last=int(first[-1]["id"]), query=query)
         full = c.get(f"/api/runs/{run_id}/replay").json()["events"]
+        with c.stream("GET", f"/api/runs/{run_id}/events") as r:  # the browser's reconnect delay
+            assert next(r.iter_lines()) == "retry: 500"  # 0.5 s, not Chromium's default 3 s
     joined = [m["data"] for m in first + rest[:-1]]
     assert joined == full and [e["seq"] for e in joined] == list(range(1, len(full) + 1))
     assert full[-1]["type"] == "run_finished" and rest[-1]["data"] == {"status": "done"}

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from .common import JournalOpt, app, fail
+from .common import AuditOpt, JournalOpt, NoAuditOpt, app, fail
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
 
@@ -32,6 +32,8 @@ def serve_command(
     workspaces: Annotated[Path | None, typer.Option(
         "--workspaces", file_okay=False, show_default=False,
         help="Where coding runs get their folders (default: beside the journal).")] = None,
+    audit: AuditOpt = None,
+    no_audit: NoAuditOpt = False,
 ) -> None:
     """The web workbench: pick an agent, a model and tools, and watch the run live."""
     try:
@@ -44,10 +46,30 @@ def serve_command(
     if host not in LOCAL and not token:
         token = secrets.token_urlsafe(24)
     try:
-        web = create_app(token=token, journal=journal, workspace_root=workspaces)
+        web = create_app(token=token, journal=journal, workspace_root=workspaces,
+                         audit=_audit(audit, no_audit))
     except Exception as e:  # noqa: BLE001 - a journal that cannot be opened: say it, exit 2
         raise fail(f"error: {e}", 2) from None
     shown = f"[{host}]" if ":" in host else host
     where = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}/"
     typer.echo(f"tao workbench: {where}{f'?token={token}' if token else ''}", err=True)
     uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
+def _audit(audit: Path | None, no_audit: bool) -> Path | bool:
+    """As ``tao run`` decides it: --no-audit, else --audit FILE, else tao.toml's ``audit``
+    (false: none; a path, from the file's folder), else the user data directory's log."""
+    if no_audit:
+        return False
+    if audit is not None:
+        return audit
+    from ..config import ConfigError, load_config
+
+    try:
+        config = load_config()
+    except (ConfigError, OSError):  # a broken tao.toml: the page still opens (tao run says why)
+        return True
+    value = getattr(config, "audit", None)
+    if value is False:
+        return False
+    return config.base / Path(value).expanduser() if isinstance(value, str) else True

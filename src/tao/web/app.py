@@ -41,8 +41,25 @@ from .setup import RunRequest, options
 from .words import Refusal, language, say
 
 STATIC = Path(__file__).parent / "static"
+#: how soon a browser reconnects after a dropped stream (its own default is about 3 s)
+RETRY_MS = 500
 PLACEHOLDER = ("<!doctype html><meta charset=utf-8><title>tao</title>"
                "<p>tao workbench: the page is not built yet (src/tao/web/static/index.html).</p>")
+
+
+def unkeyed(secrets: tuple[str, ...], value: Any) -> Any:
+    """``value`` (a string, or JSON's lists and dicts of them) with each of the run's secrets
+    (its API key) as ``***``: what the person types goes on to the model, the journal and the
+    audit log, so a key pasted in is masked where it comes in."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return value
+    if isinstance(value, dict):
+        return {unkeyed(secrets, k): unkeyed(secrets, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unkeyed(secrets, v) for v in value]
+    return value
 
 
 class ApprovalAnswer(BaseModel):
@@ -55,7 +72,9 @@ class ApprovalAnswer(BaseModel):
 def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | None = None,
                models: dict[str, Callable[..., Any]] | None = None,
                workspace_root: str | os.PathLike[str] | None = None,
-               journal_fsync: bool = False) -> FastAPI:
+               journal_fsync: bool = False,
+               audit: str | os.PathLike[str] | bool | None = True,
+               audit_fsync: bool = False) -> FastAPI:
     """The workbench app. ``token``: every ``/api`` request must carry it (Bearer header or the
     ``tao_token`` cookie that ``/?token=T`` sets); without one only local Host names are
     served (no DNS rebinding). ``journal``: the run journal (default: the user's ``runs.db``).
@@ -65,11 +84,22 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     start as ``tao run --journal`` does; off by default because every run of the server shares
     one event loop, and a journal write that waits for the disk stalls every user's stream (50
     runs at once, ``benchmarks/web_load.py``: p95 81 ms with it, 17 ms without); the journal
-    still survives a killed server, and SQLite syncs at its checkpoints."""
+    still survives a killed server, and SQLite syncs at its checkpoints. ``audit``: the audit
+    log (``tao.guard``) every run's tool calls, approvals, start and end go to, as ``tao run``
+    writes it - ``True`` (the default) its default file, a path, or ``None``/``False`` for none;
+    the runs' API keys are never in it. ``audit_fsync``: fsync each line, as ``tao run`` does;
+    off by default for the journal's reason (the guard writes on the event loop: 50 runs at
+    once, p95 130 ms with it, 18 ms without); a power cut may then lose the last lines, never
+    the chain's check (``tao audit verify``)."""
     from ..runs.journal import default_path
 
     jpath = Path(journal) if journal is not None else default_path()
-    server = Server(journal=jpath, models=models or {}, fsync=journal_fsync,
+    log = None
+    if audit is not None and audit is not False:
+        from ..guard.audit import AuditLog
+
+        log = AuditLog(None if audit is True else audit, fsync=audit_fsync).check()  # said now
+    server = Server(journal=jpath, models=models or {}, fsync=journal_fsync, audit=log,
                     workspace_root=Path(workspace_root) if workspace_root is not None
                     else jpath.expanduser().parent / "workspaces")
 
@@ -122,18 +152,20 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
         return options(lang(request), server.models)
 
     async def started(request: Request, req: RunRequest, agents: list[str]) -> list[Any]:
-        def unkeyed(text: str) -> str:
-            return text.replace(req.model.api_key, "***") if req.model.api_key else text
+        def unkeyed_(text: str) -> str:
+            return unkeyed((req.model.api_key,) if req.model.api_key else (), text)
 
+        # a key pasted into the task too: the run, its listing and the journal get "***"
+        req = req.model_copy(update={"task": unkeyed_(req.task)})
         try:
             if len(agents) == 1:
                 return [await server.start(session(request), req, agents[0])]
             return await server.compare(session(request), req)
         except Refusal as e:  # what the user typed is said back: never the key (pasted anywhere)
-            e.values = {k: unkeyed(str(v)) for k, v in e.values.items()}
+            e.values = {k: unkeyed_(str(v)) for k, v in e.values.items()}
             raise
         except (TaoError, ValueError, TypeError, ImportError, OSError) as e:  # the model, a tool
-            raise Refusal(400, "cannot_build", error=unkeyed(str(e))) from None
+            raise Refusal(400, "cannot_build", error=unkeyed_(str(e))) from None
 
     @app.post("/api/runs", status_code=201)
     async def post_run(request: Request, req: RunRequest) -> dict[str, Any]:
@@ -163,6 +195,7 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
                 run.wake()
 
             watcher = asyncio.ensure_future(on_stop())
+            yield ServerSentEvent(retry=RETRY_MS)  # no data: sets the browser's reconnect delay
             try:
                 async for item in run.follow(after, stop):
                     yield ServerSentEvent(data=item.data, id=str(item.seq), event=item.type)
@@ -190,8 +223,10 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
         run = owned(request, run_id)
         if run.approver is None:  # a past run read back from the journal
             raise Refusal(404, "no_approval", call_id=repr(answer.call_id))
-        decision = run.approver.answer(answer.call_id, answer.verdict, answer.reason,
-                                       answer.arguments)
+        # a key pasted into the reason or the edited arguments: "***", as in the task
+        decision = run.approver.answer(answer.call_id, answer.verdict,
+                                       unkeyed(run.secrets, answer.reason),
+                                       unkeyed(run.secrets, answer.arguments))
         return {"call_id": answer.call_id, "verdict": decision.verdict}
 
     @app.get("/api/runs/{run_id}/files")

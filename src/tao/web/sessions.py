@@ -55,10 +55,11 @@ class Server:
     """What ``create_app`` serves: sessions, the journal, the model factories."""
 
     def __init__(self, *, journal: Any, models: dict[str, Any], workspace_root: Path,
-                 fsync: bool = False):
+                 fsync: bool = False, audit: Any = None):
         from ..runs.journal import Journal
 
         self.fsync = fsync
+        self.audit = audit  # an AuditLog, or None
         #: the server's own handle on the journal, for listing and finding runs (each run writes
         #: through its own, which carries the run's meta)
         self.reader = Journal(journal).check()  # a bad path is said at start-up
@@ -120,7 +121,8 @@ class Server:
         journal = Journal(self.journal_path, meta=meta, fsync=self.fsync)
         approver = WebApprover()
         built = await build(req, agent, run_id=run_id, extra=self.models,
-                            workspace_root=self.workspace_root, journal=journal, approver=approver)
+                            workspace_root=self.workspace_root, journal=journal, approver=approver,
+                            audit=self.audit)
         built.closers.append(journal.close)
         run = LiveRun(run_id, agent, built.model_name, req.task, secrets=built.secrets,
                       workspace=built.workspace)
