@@ -219,3 +219,30 @@ def test_another_user_sees_none_of_the_first_ones_runs(workbench):
         other.close()
     page.click(".tab[data-tab=history]")  # the first user still has it
     page.wait_for_selector(f"#history tr[data-run-id='{run_id}']")
+
+
+def test_the_tools_that_need_approval_are_boxes_for_the_tools_picked(workbench):
+    models = {"scripted": lambda: ScriptedModel([
+        [tool_call("get_weather", city="北京"), tool_call("calculate", expression="19 - 16")],
+        "北京比上海高 3 度。"])}
+    _, page = workbench(models=models)
+    shown = lambda: page.eval_on_selector_all(  # noqa: E731
+        "label.approve-check:not([hidden]) input", "bs => bs.map(b => b.value)")
+    fill_run(page, agent="react", model="scripted", task="北京比上海高几度？", tools=("calculators",))
+    assert shown() == ["calculate", "calculator"]
+    assert not page.is_visible("input[name=approve_text]")  # every picked set lists its tools
+    fill_run(page, agent="code", model="scripted", task="x", tools=())
+    assert set(shown()) >= {"write_file", "run_command"}  # a coding run's own tools
+    fill_run(page, agent="react", model="scripted", task="北京比上海高几度？",
+             tools=("calculators", "weather"), approve=("get_weather",))
+    assert shown() == ["calculate", "calculator", "get_weather", "search_web"]  # calculate once
+    screenshot(page, "approval_boxes")
+    with page.expect_request("**/api/runs") as sent:
+        page.click("#run-button")
+    assert sent.value.post_data_json["approve"] == ["get_weather"]
+    card = page.wait_for_selector(".approval-card:not(.decided)")
+    assert card.get_attribute("data-tool") == "get_weather"
+    card.query_selector("button.approve").click()
+    assert finished(page) == "done"
+    assert page.eval_on_selector_all(".approval-card", "cs => cs.length") == 1  # calculate ran
+    assert text_of(page, "#run [data-kind=observation] pre")[1] == "3"  # the calculators' own

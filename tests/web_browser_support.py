@@ -236,7 +236,15 @@ def fill_run(page, *, agent, model, task, tools=("calculators",), approve=(), ma
     page.select_option("select[name=model]", model)
     for box in page.query_selector_all("input[name=tools]"):
         box.set_checked(box.get_attribute("value") in tools)
-    page.fill("input[name=approve_text]", ",".join(approve))
+    typed = []
+    for name in approve:  # a box for each tool the picked sets list; the field for the rest
+        box = page.query_selector(f"input[name=approve][value='{name}']")
+        if box is not None and box.is_visible():
+            box.check()
+        else:
+            typed.append(name)
+    if typed:
+        page.fill("input[name=approve_text]", ",".join(typed))
     if max_turns is not None:
         page.fill("input[name=max_turns]", str(max_turns))
     page.fill("textarea[name=task]", task)

@@ -37,22 +37,52 @@ export class RunForm {
     this.openai.hidden = this.needs().length === 0;
   }
 
+  // One "needs approval" box per tool name the picked sets give (a name two sets share, such as
+  // calculate, once); the boxes of sets not picked are hidden and not sent. A coding run has the
+  // workspace's tools whether or not that set is ticked. The free field is for the sets whose
+  // tools the server cannot list before they run (an MCP server's).
   buildTools(box, approveBox) {
     box.replaceChildren();
     approveBox.replaceChildren();
+    this.approveBoxes = new Map(); // tool name -> {label, input, sets}
     for (const tool of this.options.tools) {
       const input = el("input", { type: "checkbox", name: "tools", value: tool.name,
         checked: tool.name === "calculators" });
+      input.onchange = () => this.showApprovals();
       const name = el("span", { class: "toolset-name", title: tool.name });
       if (tool.label) name.textContent = tool.label;
       else if (t(`toolset.${tool.name}`) !== `toolset.${tool.name}`) label(name, `toolset.${tool.name}`);
       else name.textContent = tool.name; // an MCP server: its own spec string
       box.append(el("label", { class: "check" }, input, " ", name));
-      for (const name of tool.tools || []) {
-        const a = el("input", { type: "checkbox", name: "approve", value: name });
-        approveBox.append(el("label", { class: "check" }, a, ` ${name}`));
+      for (const toolName of tool.tools || []) {
+        if (!this.approveBoxes.has(toolName)) {
+          const a = el("input", { type: "checkbox", name: "approve", value: toolName });
+          const l = el("label", { class: "check approve-check" }, a, ` ${toolName}`);
+          approveBox.append(l);
+          this.approveBoxes.set(toolName, { label: l, input: a, sets: new Set() });
+        }
+        this.approveBoxes.get(toolName).sets.add(tool.name);
       }
     }
+    this.agent.addEventListener("change", () => this.showApprovals());
+    this.showApprovals();
+  }
+
+  pickedSets() {
+    const sets = new Set([...this.form.querySelectorAll('input[name="tools"]:checked')].map((i) => i.value));
+    if (this.agent.value === "code") sets.add("workspace");
+    return sets;
+  }
+
+  showApprovals() {
+    const sets = this.pickedSets();
+    for (const { label: l, input, sets: from } of this.approveBoxes.values()) {
+      l.hidden = ![...from].some((s) => sets.has(s));
+      if (l.hidden) input.checked = false; // what is not shown is not sent
+    }
+    const unlisted = this.options.tools.some((x) => sets.has(x.name) && !x.tools);
+    this.approveText.hidden = !unlisted;
+    if (!unlisted) this.approveText.value = "";
   }
 
   // The request body, or an Error whose message is what to fix.
@@ -69,8 +99,9 @@ export class RunForm {
       if (!model.base_url || !model.api_key || !model.model) throw new Error(t("error.openai_fields"));
     }
     const checked = (name) => [...this.form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value);
+    const typed = this.approveText.hidden ? "" : this.approveText.value;
     const approve = [...checked("approve"),
-      ...this.approveText.value.split(/[,，\s]+/).map((s) => s.trim()).filter(Boolean)];
+      ...typed.split(/[,，\s]+/).map((s) => s.trim()).filter(Boolean)];
     const body = { model, tools: checked("tools"), task, max_turns: turns, approve: [...new Set(approve)] };
     if (withAgent) body.agent = this.agent.value;
     return body;
