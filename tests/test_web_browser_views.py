@@ -246,3 +246,12 @@ def test_the_tools_that_need_approval_are_boxes_for_the_tools_picked(workbench):
     assert finished(page) == "done"
     assert page.eval_on_selector_all(".approval-card", "cs => cs.length") == 1  # calculate ran
     assert text_of(page, "#run [data-kind=observation] pre")[1] == "3"  # the calculators' own
+
+    sent_bodies = []  # compare runs react, codeact and plan: a coding run's box is not sent
+    page.route("**/api/compare", lambda route: (sent_bodies.append(route.request.post_data_json),
+                                                route.fulfill(status=400, json={"detail": "停"})))
+    fill_run(page, agent="code", model="scripted", task="x", tools=("calculators",),
+             approve=("write_file", "calculator"))
+    page.click("#compare-button")
+    page.wait_for_function("document.querySelector('#error').innerText.includes('停')")
+    assert sent_bodies[0]["approve"] == ["calculator"]

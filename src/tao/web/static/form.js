@@ -68,9 +68,9 @@ export class RunForm {
     this.showApprovals();
   }
 
-  pickedSets() {
+  pickedSets(withAgent = true) {
     const sets = new Set([...this.form.querySelectorAll('input[name="tools"]:checked')].map((i) => i.value));
-    if (this.agent.value === "code") sets.add("workspace");
+    if (withAgent && this.agent.value === "code") sets.add("workspace");
     return sets;
   }
 
@@ -100,7 +100,9 @@ export class RunForm {
     }
     const checked = (name) => [...this.form.querySelectorAll(`input[name="${name}"]:checked`)].map((i) => i.value);
     const typed = this.approveText.hidden ? "" : this.approveText.value;
-    const approve = [...checked("approve"),
+    const sets = this.pickedSets(withAgent); // compare runs no coding agent: not its tools
+    const boxed = checked("approve").filter((n) => [...this.approveBoxes.get(n).sets].some((x) => sets.has(x)));
+    const approve = [...boxed,
       ...typed.split(/[,，\s]+/).map((s) => s.trim()).filter(Boolean)];
     const body = { model, tools: checked("tools"), task, max_turns: turns, approve: [...new Set(approve)] };
     if (withAgent) body.agent = this.agent.value;
