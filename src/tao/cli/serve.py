@@ -3,6 +3,7 @@
     tao serve                              # this machine only, no token needed
     tao serve --host 0.0.0.0 --token T     # others may reach it, with the token
     tao serve --host 0.0.0.0               # a token is made and printed in the address to open
+    tao serve --audit served.jsonl         # the audit log (default as tao run's; --no-audit: none)
 
 Bound to anything but 127.0.0.1 / localhost / ::1 it never runs without a token: whoever reaches
 the port could otherwise run agents (and the coding agent's commands) on this machine.
