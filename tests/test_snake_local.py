@@ -1,7 +1,9 @@
-"""Seed 002's snake demo through the coding agent ``tao code`` builds, on the embedded model, with
-the page judged in headless Chromium (benchmarks/snake_local.py does it N times; BENCHMARKS.md).
+"""Seed 002's snake demo through ``tao code`` on the default embedded model (the 1.5B), the page
+judged in headless Chromium - issue 10's point 6 (benchmarks/snake_local.py does it N times;
+BENCHMARKS.md has the numbers).
 
-Slow (one run, up to 6 turns of up to 512 tokens: ~5 min on 2 cores):
+Slow (one run, 4 turns, about 2 min on 2 cores; the model loads at 8,192 tokens of context, as
+tao code loads it):
 ``flock /tmp/tao-model.lock python -m pytest -m local_model tests/test_snake_local.py -s``.
 """
 
@@ -15,20 +17,28 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import snake_local  # noqa: E402 - benchmarks/ is not a package
 
-MAX_TURNS = 6  # three files and a Finish need 4; tao code's own budget (15) is too long for CI
+MAX_TURNS = 8  # three files and a Finish need 4; tao code's own budget (15) is longer than CI needs
 
 
 @pytest.mark.local_model
-@pytest.mark.xfail(strict=True, reason=(
-    "Qwen2.5-Coder-0.5B skips the closing ``` after a file and writes the Observation itself, "
-    "copying the worked example; the reply runs to max_tokens, so the block is never closed and "
-    "nothing is written (4 turns of tao code, 0 files, measured 2026-12-01). Strict: once the "
-    "agent gets there, this fails as XPASS and the mark must go."))
-def test_tao_code_writes_the_snake_game_in_three_write_file_turns_and_finishes(local_model, tmp_path):
-    # local_model is LocalModel() with its defaults, the model tao code --model local runs
-    run = snake_local.one_run(local_model, seed=0, folder=tmp_path / "workspace",
+@pytest.mark.xfail(strict=False, reason=(
+    "not yet shown to be reliable: with tao code's final prompt and page check, 1 of 1 run that "
+    "finished works (4 turns, 89 s); 2 more were cut at 300 s while another model process shared "
+    "the 2 cores (2026-12-01, BENCHMARKS.md). Make it a plain test once 5 of 5 pass."))
+def test_tao_code_writes_a_snake_game_that_plays_in_the_browser(tmp_path, monkeypatch):
+    from tao.cli.code import for_coding
+    from tao.models.local import LocalModel
+
+    # no saved prompt prefixes: greedy runs of this task on one machine differed from turn 1,
+    # which points at what the prefix cache held for each (a restored prefix is batched apart
+    # from the rest of the prompt); without it the run does not depend on earlier runs
+    monkeypatch.setenv("TAO_KV_CACHE", "0")
+
+    model = for_coding(LocalModel())  # what `tao code TASK` runs: greedy, room for a whole file
+    run = snake_local.one_run(model, seed=0, folder=tmp_path / "workspace",
                               max_turns=MAX_TURNS, check_timeout_s=120)
     print("\n" + snake_local.row(1, run))  # the benchmark's row, in the test log
     assert run.write_turns >= 3, run.written
     assert {"index.html", "style.css", "game.js"} <= set(run.files), run.files
     assert run.finished, run.status
+    assert run.check.ok, run.check.reason  # no JavaScript error, and an arrow key moves the game
