@@ -21,10 +21,6 @@ MAX_TURNS = 8  # three files and a Finish need 4; tao code's own budget (15) is 
 
 
 @pytest.mark.local_model
-@pytest.mark.xfail(strict=False, reason=(
-    "not yet shown to be reliable: with tao code's rules and page check, the 2 runs that finished "
-    "both work (4 turns each, one of them this test); 2 more were cut at 300 s while another model "
-    "process shared the 2 cores (2026-12-01, BENCHMARKS.md). Make it a plain test once 5 of 5 pass."))
 def test_tao_code_writes_a_snake_game_that_plays_in_the_browser(tmp_path, monkeypatch):
     from tao.cli.code import for_coding
     from tao.models.local import LocalModel
@@ -35,10 +31,23 @@ def test_tao_code_writes_a_snake_game_that_plays_in_the_browser(tmp_path, monkey
     monkeypatch.setenv("TAO_KV_CACHE", "0")
 
     model = for_coding(LocalModel())  # what `tao code TASK` runs: greedy, room for a whole file
-    run = snake_local.one_run(model, seed=0, folder=tmp_path / "workspace",
-                              max_turns=MAX_TURNS, check_timeout_s=120)
+    folder = tmp_path / "workspace"
+    run = snake_local.one_run(model, seed=0, folder=folder, max_turns=MAX_TURNS, check_timeout_s=120)
     print("\n" + snake_local.row(1, run))  # the benchmark's row, in the test log
-    assert run.write_turns >= 3, run.written
-    assert {"index.html", "style.css", "game.js"} <= set(run.files), run.files
-    assert run.finished, run.status
-    assert run.check.ok, run.check.reason  # no JavaScript error, and an arrow key moves the game
+    # what every run must do: tao code on the real model ends by itself (an answer or the turn
+    # budget, never an error), writes the page into the workspace and nothing beside it, and the
+    # browser judge gives a verdict
+    assert run.status in ("done", "max_turns"), (run.status, run.error)
+    assert run.write_turns >= 1 and "index.html" in run.files, run.written
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and folder not in p.parents]
+    assert run.check is not None and run.check.reason
+    # what issue 10 asks of the model - three files in >= 3 write_file turns, a Finish, a page
+    # whose arrow keys move the game - is not yet shown reliable: the 2 runs that finished both
+    # did it, 2 more were cut at 300 s while another model process shared the 2 cores
+    # (2026-12-01, BENCHMARKS.md). A miss is reported, not passed; make it an assertion once 5 of
+    # 5 pass.
+    works = (run.write_turns >= 3 and {"index.html", "style.css", "game.js"} <= set(run.files)
+             and run.finished and run.check.ok)
+    if not works:
+        pytest.xfail(f"the game does not work yet: {run.written}, finished={run.finished}, "
+                     f"{run.check.reason}")
