@@ -94,9 +94,11 @@ def coder_prompt(workspace: Any) -> str:
     project (``prompts/code.toml``), in the workspace's language."""
     from .. import prompts
     from ..agents.protocols import TextProtocol
+    from ..tools.base import Toolbox
 
     lang = getattr(workspace, "language", "en")
-    return (TextProtocol().system_prompt(lang, workspace) + "\n\n" +
+    tools = workspace if isinstance(workspace, Toolbox) else Toolbox(list(workspace))
+    return (TextProtocol().system_prompt(lang, tools) + "\n\n" +
             prompts.table("code")[lang]["rules"].rstrip())
 
 
