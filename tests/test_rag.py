@@ -167,6 +167,26 @@ def test_tao_run_with_docs_gives_the_agent_search_docs(docs, monkeypatch):
     assert "Final Answer: 240 euros a night [en/travel.md:12]" in res.stdout
 
 
+def test_tao_run_with_docs_names_the_source_of_an_answer_that_cites_none(docs, monkeypatch):
+    def run(answer):
+        model = ScriptedModel([tool_call("search_docs", query="hotel cap Zurich"), answer])
+        monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: model)
+        res = runner.invoke(cli.app, ["run", "What may a hotel in Zurich cost?", "--docs", str(docs)])
+        assert res.exit_code == 0, res.output
+        return res.stdout
+
+    out = run("240 euros a night")  # what small models write: the fact, no [file:line]
+    line = next(l for l in out.splitlines() if l.startswith("Source: "))
+    assert line.startswith("Source: en/travel.md:") and "240" in read_source(docs, line[8:])
+    assert "Source:" not in run("240 euros a night [en/travel.md:12]")  # cited: nothing added
+    assert "Source:" not in run("I could not find it")                   # nothing to point at
+
+
+def read_source(docs, source: str) -> str:
+    name, _, line = source.rpartition(":")
+    return (docs / name).read_text("utf-8").splitlines()[int(line) - 1]
+
+
 def test_an_embedded_model_reply_with_a_newline_in_its_strings_is_read_not_dropped():
     """Seen in the RAG answers: the grammar lets the 0.5B model write a raw newline inside its
     thought, which strict JSON refused - the reply came back empty, four turns in a row."""

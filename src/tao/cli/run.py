@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -154,11 +155,32 @@ def run_command(
         close_mcp(servers)
         if index is not None:
             index.close()
+    if index is not None and result.ok and not json_output:
+        _say_source(result)
     code = 0 if result.ok else 2 if is_config_error(result.error) else 1
     if code and quiet and not json_output:
         why = result.error or f"no final answer after {result.turns} turns ({result.status})"
         raise fail(why, code)
     raise typer.Exit(code)
+
+
+def _say_source(result: Any) -> None:
+    """``--docs``: an answer that cites no ``[file:line]`` gets the line it was most likely read
+    from, among those ``search_docs`` showed - small models answer from the passages but seldom
+    copy the label (the embedded 1.5B cited 1 of 26, BENCHMARKS.md)."""
+    from ..lang import detect_language
+    from ..memory.rag import cite
+
+    if _CITED.search(result.answer or ""):
+        return  # the model cited a source itself
+    shown = [m.content for m in result.messages if m.role == "tool" and m.name == "search_docs"]
+    source = cite(result.answer or "", shown)
+    if source is not None:
+        label = "来源" if detect_language(result.answer or "") == "zh" else "Source"
+        typer.echo(f"{label}: {source}")
+
+
+_CITED = re.compile(r"\[([^\[\]\n]+:p?\d+)\]")
 
 
 def _memory() -> Any:
