@@ -176,8 +176,8 @@ def _say_source(result: Any) -> None:
     shown = [m.content for m in result.messages if m.role == "tool" and m.name == "search_docs"]
     source = cite(result.answer or "", shown)
     if source is not None:
-        label = "来源" if detect_language(result.answer or "") == "zh" else "Source"
-        typer.echo(f"{label}: {source}")
+        zh = detect_language(result.answer or "") == "zh"
+        typer.echo(f"来源：{source}" if zh else f"Source: {source}")
 
 
 _CITED = re.compile(r"\[([^\[\]\n]+:p?\d+)\]")
