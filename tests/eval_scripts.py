@@ -30,3 +30,15 @@ def calculator_model() -> ScriptedModel:
 
 def expected_solved(questions) -> int:
     return sum(len(q) % 2 == 0 for q in questions)
+
+
+def wrong_when_greedy(messages) -> str:
+    """Right only in a sampled run (``tao.Vote``'s runs after the first): votes fix it."""
+    from tao.models import sampling
+
+    answer = float(ANSWERS[question(messages)]) + (1 if sampling.current() is None else 0)
+    return f"Final Answer: {answer:g}"
+
+
+def voting_model() -> ScriptedModel:
+    return ScriptedModel([wrong_when_greedy] * 1000, name="scripted-voting")

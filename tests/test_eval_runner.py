@@ -159,3 +159,29 @@ def test_failed_tasks_are_listed_in_the_report():
                 "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}]
     text = markdown(summarize(records, ["react"]), records, {"suite": "s"})
     assert "- react t1: wrong \\| number" in text
+
+
+def test_votes_take_the_majority_of_sampled_runs_in_one_process_and_in_workers(tmp_path):
+    from eval_scripts import voting_model
+
+    def solved(records):
+        return sum(r["correct"] for r in records)
+
+    plain = Evaluation("calculator", ["react"], voting_model, limit=4)
+    assert solved(plain.run()) == 0
+    voted = Evaluation("calculator", ["react"], voting_model, limit=4, votes=3, out=tmp_path)
+    records = list(voted.run())
+    assert solved(records) == 4
+    assert all(r["turns"] == 3 for r in records)  # greedy, then two sampled runs that agree
+    assert json.loads((tmp_path / "run.json").read_text())["votes"] == 3
+    workers = Evaluation("calculator", ["react"], voting_model, limit=4, votes=3, workers=2)
+    assert solved(workers.run()) == 4
+    with pytest.raises(ValueError, match="votes"):  # a resume must vote the same way
+        Evaluation("calculator", ["react"], voting_model, limit=4, out=tmp_path)
+
+
+def test_votes_need_answers_to_compare():
+    with pytest.raises(ValueError, match="tool calls"):
+        Evaluation("bfcl", ["react"], calculator_model, votes=3)
+    with pytest.raises(ValueError, match="at least 1"):
+        Evaluation("calculator", ["react"], calculator_model, votes=0)

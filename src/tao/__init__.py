@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
-    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Workspace",
+    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Vote", "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
     "instrument", "uninstrument",
 ]
@@ -27,6 +27,7 @@ __all__ = [
 _LAZY = {
     "PlanExecuteAgent": "tao.agents.plan",
     "Reflexion": "tao.agents.reflexion",
+    "Vote": "tao.agents.vote",
     "CodeActAgent": "tao.agents.codeact",
     "OpenAIModel": "tao.models.openai",
     "LocalModel": "tao.models.local",

@@ -79,6 +79,9 @@ def eval_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print only the summary as JSON.")] = False,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget per task "
                                            "(BFCL: always 1, one response).")] = 10,
+    votes: Annotated[int, typer.Option(
+        "--votes", min=1, help="Self-consistency: up to N runs per task (the first greedy, the "
+        "rest sampled), the majority answer counts (tao.Vote; word-problem suites).")] = 1,
 ) -> None:
     """Score agents on a benchmark: BFCL, HumanEval, the calculator word problems or your JSONL."""
     from .runner import EvalAborted, Evaluation, one_at_a_time
@@ -91,7 +94,7 @@ def eval_command(
         one = workers == 1 and executor is Executor.local
         ev = Evaluation(suite, agents, chosen if one else model, limit=limit, workers=workers,
                         executor=executor.value, out=out, max_turns=max_turns, label=model,
-                        concurrency=concurrency)
+                        concurrency=concurrency, votes=votes)
     except (TaoError, ValueError, ImportError) as e:
         raise _fail(f"error: {e}", 2) from None
     if concurrency > 1 and one_at_a_time(chosen):
@@ -114,7 +117,8 @@ def eval_command(
         typer.echo(json.dumps({"suite": ev.suite.name, "model": model, "agents": rows},
                               ensure_ascii=False))
     else:
-        render(rows, title=f"tao eval {ev.suite.name} ({model}, {len(ev.tasks)} tasks)")
+        votes_note = f", {votes} votes" if votes > 1 else ""
+        render(rows, title=f"tao eval {ev.suite.name} ({model}, {len(ev.tasks)} tasks{votes_note})")
     if out is not None:
         command = "tao eval " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(
             sys.argv) > 2 and sys.argv[1] == "eval" else None

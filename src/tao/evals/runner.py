@@ -67,25 +67,32 @@ def parse_failures(events: Sequence[Any]) -> int:
     return len(bad)
 
 
-def make_agent(name: str, model: Any, tools: list[Any], max_turns: int, helpers: bool = True) -> Any:
+def make_agent(name: str, model: Any, tools: list[Any], max_turns: int, helpers: bool = True,
+               votes: int = 1) -> Any:
     """``tao.compare.build``'s agent; CodeAct without its arithmetic helpers where the suite's
-    own functions are the point (BFCL, HumanEval)."""
+    own functions are the point (BFCL, HumanEval); with ``votes`` > 1 inside ``tao.Vote``."""
     if name == "codeact" and not helpers:
         from ..agents.codeact import CodeActAgent
 
-        return CodeActAgent(model, tools, max_turns=max_turns, helpers=False)
-    from ..compare import build
+        agent = CodeActAgent(model, tools, max_turns=max_turns, helpers=False)
+    else:
+        from ..compare import build
 
-    return build(name, model, tools, max_turns)
+        agent = build(name, model, tools, max_turns)
+    if votes > 1:
+        from ..agents.vote import Vote
+
+        agent = Vote(agent, n=votes)
+    return agent
 
 
 async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
-                    max_turns: int = 10) -> dict[str, Any]:
+                    max_turns: int = 10, votes: int = 1) -> dict[str, Any]:
     """One agent on one task, scored: the record ``results.jsonl`` keeps. The agent and the
     task's tools are built here, so tasks running at once share nothing but the model."""
     calls: list[dict[str, Any]] = []
     runner = make_agent(agent, model, suite.tools(task, calls), suite.max_turns or max_turns,
-                        suite.helpers)
+                        suite.helpers, votes)
     events: list[Any] = []
     start = time.perf_counter()
     try:
@@ -140,8 +147,9 @@ class Worker:
     """One model, one suite: the unit every executor runs. ``run`` is one task (a Ray actor
     gets several calls at once on its event loop); ``run_many`` keeps ``concurrency`` going."""
 
-    def __init__(self, suite: str, model: Any, max_turns: int = 10):
+    def __init__(self, suite: str, model: Any, max_turns: int = 10, votes: int = 1):
         self.suite = get_suite(suite)
+        self.votes = votes
         self.tasks = {t.id: t for t in self.suite.tasks()}
         self.model = _build_model(model)
         self.max_turns = max_turns
@@ -150,14 +158,16 @@ class Worker:
 
     async def run(self, agent: str, task_id: str) -> dict[str, Any]:
         if not self.serial:
-            return await arun_task(self.suite, agent, self.tasks[task_id], self.model, self.max_turns)
+            return await arun_task(self.suite, agent, self.tasks[task_id], self.model,
+                                   self.max_turns, self.votes)
         import asyncio
 
         loop = asyncio.get_running_loop()
         if self._lock is None or self._lock[0] is not loop:
             self._lock = (loop, asyncio.Lock())
         async with self._lock[1]:
-            return await arun_task(self.suite, agent, self.tasks[task_id], self.model, self.max_turns)
+            return await arun_task(self.suite, agent, self.tasks[task_id], self.model,
+                                   self.max_turns, self.votes)
 
     def run_many(self, items: Iterable[tuple[str, str]], concurrency: int = 1) -> Iterator[dict[str, Any]]:
         """The records of ``items`` ((agent, task id) pairs) as their tasks finish, up to
@@ -187,7 +197,7 @@ class Evaluation:
     def __init__(self, suite: str, agents: Sequence[str], model: str | Callable[[], Any] = "auto", *,
                  limit: int | None = None, workers: int = 1, executor: str = "local",
                  out: str | Path | None = None, max_turns: int = 10, label: str | None = None,
-                 concurrency: int = 1):
+                 concurrency: int = 1, votes: int = 1):
         from ..compare import ARCHITECTURE
 
         self.agents = list(dict.fromkeys(agents))
@@ -201,6 +211,12 @@ class Evaluation:
         if executor not in EXECUTORS:
             raise ValueError(f"unknown executor {executor!r}; use {' or '.join(EXECUTORS)}")
         self.suite = get_suite(suite)
+        if votes < 1:
+            raise ValueError("--votes must be at least 1")
+        if votes > 1 and not self.suite.votable:
+            raise ValueError(f"--votes needs answers to compare; {self.suite.name} scores "
+                             f"{'tool calls' if self.suite.name.startswith('bfcl') else 'code'}")
+        self.votes = votes
         self.spec = str(getattr(self.suite, "path", suite))
         self.tasks = self.suite.tasks()[:limit]
         self.model, self.workers, self.executor, self.max_turns = model, workers, executor, max_turns
@@ -210,7 +226,8 @@ class Evaluation:
                 model, "__qualname__", getattr(model, "name", type(model).__name__))
         from .store import Store
 
-        self.store = Store(out, {"suite": self.spec, "model": label})
+        meta = {"suite": self.spec, "model": label, **({"votes": votes} if votes > 1 else {})}
+        self.store = Store(out, meta)  # a resume must run the same suite, model and votes
 
     @property
     def total(self) -> int:
@@ -229,7 +246,7 @@ class Evaluation:
         pending = self.pending()
         if not pending:
             return
-        init = (self.spec, self.model, self.max_turns)
+        init = (self.spec, self.model, self.max_turns, self.votes)
         workers = min(self.workers, len(pending))
         if self.executor == "ray":
             from .ray_pool import ray_records

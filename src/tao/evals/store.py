@@ -13,8 +13,8 @@ from typing import Any
 class Store:
     """Records by (agent, task id); in memory only when ``out`` is None.
 
-    ``out/run.json`` holds the suite and model of the run (a resume with another suite or model
-    is refused rather than mixed in) and when and where it started; ``out/results.jsonl`` one
+    ``out/run.json`` holds the suite, model and votes of the run (a resume with another suite,
+    model or --votes is refused rather than mixed in) and when and where it started; ``out/results.jsonl`` one
     record a line. A last line without its newline was cut off mid-write: it is dropped and its
     task runs again. Any other line that is not a record is an error naming the line."""
 
@@ -45,6 +45,9 @@ class Store:
                     raise ValueError(f"{path.parent} holds a run of suite {old.get('suite')!r} "
                                      f"with model {old.get('model')!r}, not {meta['suite']!r} with "
                                      f"{meta['model']!r}: give another --out")
+            if old.get("votes", 1) != meta.get("votes", 1):
+                raise ValueError(f"{path.parent} holds a run with --votes {old.get('votes', 1)}, "
+                                 f"not {meta.get('votes', 1)}: give the same --votes or another --out")
             return
         started = {"started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
                    "machine": f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs, "

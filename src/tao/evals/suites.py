@@ -63,6 +63,7 @@ class Suite:
     max_turns: int | None = None
     helpers = True
     score_blocks = False
+    votable = False  # answers that ``tao.Vote`` can compare (``--votes``)
 
     def tasks(self) -> list[Task]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -81,6 +82,8 @@ class Suite:
 class NumericSuite(Suite):
     """Word problems with one numeric answer, given ``tao run``'s calculators; the last number
     of a finished run's answer must equal ``answer`` (``tao.evals.is_correct``)."""
+
+    votable = True
 
     def __init__(self, path: str | Path, name: str | None = None):
         self.path = Path(path)

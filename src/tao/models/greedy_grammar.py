@@ -9,8 +9,9 @@ the argmax of what it allows is taken. llama.cpp's own ``common_sampler`` does t
 ("grammar_first = false"). The picks are identical by construction - argmax over the allowed set
 equals the raw argmax whenever the raw argmax is allowed - and a test decodes with both.
 
-Used by ``LocalModel`` only when sampling is greedy with neutral penalties; anything else keeps
-llama-cpp-python's sampler.
+Used by ``LocalModel`` when sampling is greedy with neutral penalties; with a temperature
+``GrammarLastSampler`` does the same for a draw (why the draws keep the grammar's distribution:
+its docstring); penalties and the rest keep llama-cpp-python's sampler.
 """
 
 from __future__ import annotations
@@ -89,9 +90,71 @@ class GreedyGrammarSampler:
             pass
 
 
+
+class GrammarLastSampler(GreedyGrammarSampler):
+    """Sampling with a temperature, the grammar asked last: llama-cpp-python's own truncation
+    and temperature chain (top-k, typical, top-p, min-p, temp, dist) draws a token from the raw
+    logits, and only that token goes to the grammar; when the grammar refuses it, the grammar
+    filters the vocabulary and the chain draws again from what is left. This is what llama.cpp's
+    ``common_sampler`` does (``grammar_first = false``). Without truncation it draws from exactly
+    the grammar-constrained distribution: an allowed token t comes first with p(t), and after a
+    refusal (probability 1 - Z) with p(t)/Z, together p(t)/Z. With truncation the candidate set
+    is cut before rather than after the grammar, a small difference in what can be drawn; every
+    token drawn is still one the grammar allows. Same seed, same draws."""
+
+    def __init__(self, llm: Any, grammar: Any, *, seed: int, temp: float, top_k: int = 40,
+                 top_p: float = 0.95, min_p: float = 0.05, typical_p: float = 1.0):
+        super().__init__(llm, grammar)
+        c = self._c
+        self._chain = c.llama_sampler_chain_init(c.llama_sampler_chain_default_params())
+        for link in (c.llama_sampler_init_top_k(top_k), c.llama_sampler_init_typical(typical_p, 1),
+                     c.llama_sampler_init_top_p(top_p, 1), c.llama_sampler_init_min_p(min_p, 1),
+                     c.llama_sampler_init_temp(temp), c.llama_sampler_init_dist(seed & 0xFFFFFFFF)):
+            c.llama_sampler_chain_add(self._chain, link)
+
+    def _draw(self, logits: Any, grammar: bool) -> int:
+        c, np = self._c, self._np
+        view = self._all_np
+        view["id"] = np.arange(self._n_vocab, dtype=np.int32)
+        view["logit"] = logits
+        view["p"] = 0.0
+        array = c.llama_token_data_array(data=self._all, size=self._n_vocab, selected=-1,
+                                         sorted=False)
+        if grammar:
+            c.llama_sampler_apply(self._grammar, ctypes.byref(array))
+        c.llama_sampler_apply(self._chain, ctypes.byref(array))
+        return int(self._all[array.selected].id)
+
+    def sample(self, ctx: Any, idx: int = -1) -> int:
+        c = self._c
+        logits = self._logits(ctx, idx)
+        self.steps += 1
+        token = self._draw(logits, grammar=False)
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, float(logits[token]), 0.0
+        self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
+        c.llama_sampler_apply(self._grammar, ctypes.byref(self._one_array))
+        if self._one[0].logit == _NEG_INF:  # refused: draw again from what the grammar allows
+            self.fallbacks += 1
+            token = self._draw(logits, grammar=True)
+        c.llama_sampler_accept(self._grammar, token)
+        c.llama_sampler_accept(self._chain, token)
+        return token
+
+    def reset(self) -> None:
+        super().reset()
+        self._c.llama_sampler_reset(self._chain)
+
+    def close(self) -> None:
+        super().close()
+        if getattr(self, "_chain", None):
+            self._c.llama_sampler_free(self._chain)
+            self._chain = None
+
+
 def install(llm: Any) -> None:
-    """Route ``llm``'s greedy, penalty-free, grammar-constrained sampling through
-    ``GreedyGrammarSampler``; every other setting keeps llama-cpp-python's own chain."""
+    """Route ``llm``'s penalty-free, grammar-constrained sampling through the samplers above:
+    greedy through ``GreedyGrammarSampler``, with a temperature through ``GrammarLastSampler``;
+    every other setting (penalties, mirostat, logits processors) keeps llama-cpp-python's chain."""
     original = llm._init_sampler
 
     def init_sampler(**kw: Any) -> Any:
@@ -99,10 +162,14 @@ def install(llm: Any) -> None:
         neutral = (kw.get("repeat_penalty", 1.0) == 1.0 and not kw.get("frequency_penalty")
                    and not kw.get("presence_penalty") and not kw.get("logits_processor")
                    and not kw.get("mirostat_mode"))
-        if grammar is not None and kw.get("temp") == 0.0 and neutral:
-            sampler = GreedyGrammarSampler(llm, grammar)
-            llm.tao_grammar_sampler = sampler
-            return sampler
-        return original(**kw)
+        if grammar is not None and neutral and kw.get("temp") == 0.0:
+            sampler: Any = GreedyGrammarSampler(llm, grammar)
+        elif grammar is not None and neutral and (kw.get("temp") or 0.0) > 0.0:
+            sampler = GrammarLastSampler(llm, grammar, seed=llm._seed, **{
+                k: kw[k] for k in ("top_k", "top_p", "min_p", "typical_p", "temp") if k in kw})
+        else:
+            return original(**kw)
+        llm.tao_grammar_sampler = sampler
+        return sampler
 
     llm._init_sampler = init_sampler

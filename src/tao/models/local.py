@@ -199,6 +199,7 @@ class LocalModel(Model):
         max_tokens: int | None = None,
     ) -> AsyncIterator[Chunk]:
         from .. import grammar as grammars
+        from . import sampling
 
         llm = self.llm
         tokens, cuts = self._tokens(self._wire(messages, tools))
@@ -208,9 +209,13 @@ class LocalModel(Model):
             grammar = _response_format_grammar(response_format)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
+        run = sampling.current()  # a voting run's own draw (``tao.models.sampling``)
         params = dict(prompt=tokens, max_tokens=max_tokens or self.max_tokens,
-                      temperature=self.temperature, stop=[*(stop or ()), "<|im_end|>"],
+                      temperature=run.temperature if run else self.temperature,
+                      stop=[*(stop or ()), "<|im_end|>"],
                       grammar=_grammar(grammar) if grammar else None, stream=True)
+        if run is not None and run.seed is not None:
+            params["seed"] = run.seed
         finish: list[str | None] = [None]
         cancelled = threading.Event()  # set when the consumer stops early: stop decoding too
 

@@ -185,7 +185,14 @@ class OpenAIModel(Model):
             params["stop"] = list(stop)
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
-        if self.temperature is not None:
+        from . import sampling
+
+        run = sampling.current()  # a voting run's own draw (``tao.models.sampling``)
+        if run is not None:
+            params["temperature"] = run.temperature
+            if run.seed is not None:
+                params["seed"] = run.seed
+        elif self.temperature is not None:
             params["temperature"] = self.temperature
         if self.extra_body:
             params["extra_body"] = dict(self.extra_body)

@@ -1,0 +1,112 @@
+"""Self-consistency: run an agent several times and answer with what most runs reached.
+
+    from tao import Vote, PlanExecuteAgent
+    agent = Vote(PlanExecuteAgent(model, [calculate, calculator]), n=5)
+    agent.run("小明有 50 元……")        # greedy first, then sampled runs; the majority answer
+
+Small models are often right on one sample and wrong on the greedy one (Wang et al., 2022,
+"Self-Consistency Improves Chain of Thought Reasoning"). The first run is the model's own
+(greedy on the embedded model), the others sample at ``temperature`` with seeds ``seed + i``
+(``tao.models.sampling``: the model object is untouched, other users of it stay greedy).
+Runs stop as soon as no remaining run could change the winner, so agreeing runs cost little.
+
+Every run repeats the agent's tool calls, so ``Vote`` takes only agents whose tools all say
+``side_effects=False`` (the calculators do) unless ``side_effects=True`` says repeating them is
+fine. Answers are compared by ``key(answer)``: by default the last number when there is one
+(as ``tao eval`` scores numeric answers), else the text with case and spacing folded. A tie
+goes to the answer reached first.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Hashable
+from typing import Any
+
+from .. import prompts
+from ..events import Event, RunFinished, RunStarted, Thought
+from ..messages import Usage
+from ..models.sampling import Sampling, sampled
+from .base import Agent, Result, detect_language
+
+
+def answer_key(answer: str | None) -> Hashable:
+    """What two answers must share to count as the same vote."""
+    from ..evals import last_number
+
+    number = last_number(answer)
+    if number is not None:
+        return number
+    return re.sub(r"\s+", " ", (answer or "").strip()).casefold().rstrip(".。!！")
+
+
+class Vote(Agent):
+    """``Vote(agent, n=5, *, temperature=0.7, seed=1, key=answer_key, side_effects=False)``."""
+
+    name = "vote"
+
+    def __init__(self, agent: Agent, n: int = 5, *, temperature: float = 0.7, seed: int = 1,
+                 key: Callable[[str | None], Hashable] = answer_key, side_effects: bool = False,
+                 language: str | None = None):
+        if not isinstance(agent, Agent):
+            raise TypeError(f"Vote needs an Agent to run, not {agent!r}")
+        if n < 1:
+            raise ValueError("n (the number of runs) must be at least 1")
+        if temperature <= 0 and n > 1:
+            raise ValueError("sampled runs need a temperature above 0; greedy runs all agree")
+        risky = [t.name for t in getattr(agent, "toolbox", ()) if getattr(t, "side_effects", True)]
+        if risky and not side_effects:
+            raise ValueError(
+                f"Vote runs the agent up to {n} times, and these tools may have side effects: "
+                f"{', '.join(risky)}; mark them @tool(side_effects=False) if they have none, or "
+                f"pass side_effects=True to repeat them anyway")
+        self.agent, self.n, self.temperature, self.seed, self.key = agent, n, temperature, seed, key
+        self.language = language
+        self.model = getattr(agent, "model", None)
+        self.name = f"{agent.name}-vote{n}"
+
+    def _sampling(self, run: int) -> Sampling | None:
+        return None if run == 0 else Sampling(self.temperature, self.seed + run - 1)
+
+    async def stream(self, task: str) -> AsyncIterator[Event]:
+        start = time.perf_counter()
+        lang = "zh" if (self.language or detect_language(task)) == "zh" else "en"
+        t = prompts.table("vote")[lang]
+        yield RunStarted(task, self.name, getattr(self.model, "name", "model"))
+        usage, turns, calls = Usage(), 0, 0
+        votes: dict[Hashable, list[Result]] = {}  # in the order answers were first reached
+        last: Result | None = None
+        for run in range(self.n):
+            async for event in sampled(self.agent.stream(task), self._sampling(run)):
+                if type(event) is RunFinished:
+                    last = event.result
+                else:
+                    yield event
+            assert last is not None  # every agent's stream ends with RunFinished
+            usage.add(last.usage)
+            turns, calls = turns + last.turns, calls + last.tool_calls
+            if last.ok:
+                votes.setdefault(self.key(last.answer), []).append(last)
+            ranked = sorted(votes.values(), key=len, reverse=True)  # stable: ties keep first
+            counted = sum(map(len, ranked))
+            lead = len(ranked[0]) if ranked else 0
+            said = (last.answer or "").strip()[:80] if last.ok else \
+                prompts.render(t["no_answer"], status=last.status)
+            yield Thought(prompts.render(t["tally"], run=str(run + 1), runs=str(self.n), answer=said,
+                                         standing=prompts.render(t["standing"], votes=str(lead),
+                                                                 counted=str(counted))), turns)
+            left = self.n - run - 1
+            runner_up = len(ranked[1]) if len(ranked) > 1 else 0
+            if ranked and left and lead > runner_up + left:
+                yield Thought(prompts.render(t["decided"], answer=(ranked[0][0].answer or "")[:80],
+                                             votes=str(lead), counted=str(counted)), turns)
+                break
+        if votes:
+            winner = sorted(votes.values(), key=len, reverse=True)[0][0]
+            final = Result(winner.answer, "done", turns, calls, usage, time.perf_counter() - start,
+                           winner.messages, None, winner.sandbox)
+        else:
+            final = Result(last.answer, last.status, turns, calls, usage,
+                           time.perf_counter() - start, last.messages, last.error, last.sandbox)
+        yield RunFinished(final)
