@@ -119,6 +119,14 @@ def test_any_agent_can_search_the_docs_and_the_answer_cites_file_line(tmp_path):
     assert "不要再搜索，并注明所用内容的出处，例如 [zh/年假制度.md:5]。" in result.messages[-2].content
 
 
+def test_the_tool_is_described_in_both_languages_unless_one_is_asked_for(tmp_path):
+    index = DocIndex(DOCS, tmp_path / "index.sqlite3", embedder=False)
+    both = index.tool().description
+    assert "Search the indexed documents" in both and "在已索引的文档中搜索" in both
+    assert "在已索引" not in index.tool(language="en").description
+    assert "Search" not in index.tool(language="zh").description
+
+
 def test_an_index_written_before_lines_were_kept_shows_one_source_a_passage(tmp_path):
     from tao.memory.rag import Hit
 
