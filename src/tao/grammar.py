@@ -62,11 +62,18 @@ def action_schema(specs: Sequence[ToolSpec]) -> dict[str, Any]:
     return {"anyOf": [*calls, final]}
 
 
+#: Tool calls one local reply may make, one object a line (BFCL's parallel categories ask for
+#: up to 4 at once; an OpenAI model returns several ``tool_calls`` the same way).
+MAX_CALLS = 8
+
+
 def action_grammar(specs: Sequence[ToolSpec]) -> str:
-    """``{"thought": ..., "tool": ..., "arguments": {...}}`` or ``{"thought": ...,
-    "final_answer": ...}``, written by hand around the converter's argument rules so the shared
-    ``thought`` prefix is one rule and lengths use GBNF's ``{m,n}``."""
-    return _object_grammar(specs, ACTION_ORDER, "tool", "arguments", None, "final_answer")
+    """``{"thought": ..., "tool": ..., "arguments": {...}}`` - up to ``MAX_CALLS`` of them, one
+    a line, for calls that do not wait on each other - or ``{"thought": ..., "final_answer":
+    ...}``, written by hand around the converter's argument rules so the shared ``thought``
+    prefix is one rule and lengths use GBNF's ``{m,n}``."""
+    return _object_grammar(specs, ACTION_ORDER, "tool", "arguments", None, "final_answer",
+                           many=MAX_CALLS)
 
 
 #: Seed 003's decision object: ``action`` is a tool's name or ``"final"``.
@@ -81,7 +88,7 @@ def decision_grammar(specs: Sequence[ToolSpec]) -> str:
 
 
 def _object_grammar(specs: Sequence[ToolSpec], order: Sequence[str], tool_key: str, args_key: str,
-                    final_name: str | None, answer_key: str) -> str:
+                    final_name: str | None, answer_key: str, many: int = 1) -> str:
     conv = _converter(order)
     _visit(conv, {"type": "string"}, "text")  # brings in the JSON ``char`` rule
     key = lambda k: conv._format_literal(json.dumps(k)) + " space \":\" space"  # noqa: E731
@@ -95,9 +102,13 @@ def _object_grammar(specs: Sequence[ToolSpec], order: Sequence[str], tool_key: s
     final = f'{key(answer_key)} {answer}'
     if final_name is not None:
         final = f'{key(tool_key)} {conv._format_literal(json.dumps(final_name))} space "," space {final}'
-    alts.append(final)
-    body = " | ".join(f"({a})" for a in alts)
-    conv._add_rule("root", f'"{{" space {key("thought")} {thought} "," space ({body}) "}}" space')
+    head = f'"{{" space {key("thought")} {thought} "," space'
+    if many == 1 or not alts:
+        body = " | ".join(f"({a})" for a in [*alts, final])
+        conv._add_rule("root", f'{head} ({body}) "}}" space')
+        return conv.format_grammar()
+    call = conv._add_rule("call", f'{head} ({" | ".join(f"({a})" for a in alts)}) "}}"')
+    conv._add_rule("root", f'(({call} ("\\n" {call}){{0,{many - 1}}}) | ({head} {final} "}}")) space')
     return conv.format_grammar()
 
 

@@ -373,23 +373,54 @@ def _response_format_grammar(response_format: dict[str, Any]) -> str | None:
 _call_ids = iter(range(1, 1 << 62))
 
 
+def _objects(text: str) -> list[str]:
+    """The top-level JSON objects of a reply, in order: the grammar writes one call a line, and
+    a string may hold a raw newline, so lines alone cannot say where an object ends."""
+    found, depth, start, in_string, escaped = [], 0, None, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0 and start is not None:
+                found.append(text[start:i + 1])
+    return found if depth == 0 else [*found, text[start:]] if start is not None else found
+
+
 def _read_action(text: str) -> Message:
-    """Turn the grammar-constrained JSON reply into a tool call or a final answer. Only a reply
-    cut by ``max_tokens`` can fail to parse (or one nested past ``safe_json.MAX_DEPTH``); it
-    comes back empty so the agent asks again."""
+    """Turn the grammar-constrained JSON reply into tool calls (one object a line) or a final
+    answer. Only a reply cut by ``max_tokens`` can fail to parse (or one nested past
+    ``safe_json.MAX_DEPTH``); a cut last call is dropped, and a reply with nothing whole comes
+    back empty so the agent asks again."""
     # the grammar lets a string hold a raw newline (its whitespace between tokens is a space at
     # most, so control characters can only be inside strings): escaped, as JSON wants them
-    text = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", text.strip())
-    try:
-        obj = loads(text)
-    except json.JSONDecodeError:
+    objs = []
+    for part in _objects(text.strip()) or [text.strip()]:
+        part = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", part)
+        try:
+            obj = loads(part)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            objs.append(obj)
+    if not objs:
         return Message.assistant("")
-    if not isinstance(obj, dict):
-        return Message.assistant("")
-    thought = str(obj.get("thought", "")).strip()
-    if "tool" in obj:
-        args = obj.get("arguments")
-        call = ToolCall(f"local_{next(_call_ids)}", str(obj["tool"]),
-                        args if isinstance(args, dict) else {})
-        return Message.assistant(thought, [call])
-    return Message.assistant(str(obj.get("final_answer", "")).strip())
+    calls = [o for o in objs if "tool" in o]
+    if calls:
+        thought = str(calls[0].get("thought", "")).strip()
+        return Message.assistant(thought, [
+            ToolCall(f"local_{next(_call_ids)}", str(o["tool"]),
+                     o["arguments"] if isinstance(o.get("arguments"), dict) else {})
+            for o in calls])
+    return Message.assistant(str(objs[0].get("final_answer", "")).strip())
