@@ -151,3 +151,19 @@ def test_the_sampling_setting_is_per_task():
     with pytest.raises(ValueError):
         with sampling.sampling(-1):
             pass
+
+
+def test_tao_run_votes_prints_the_tallies_and_the_majority_answer(monkeypatch):
+    from typer.testing import CliRunner
+
+    import tao.cli as cli
+
+    model, seen = answers("他还剩 14 元。", "他还剩 4 元。", "还剩 4 元")
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: model)
+    res = CliRunner().invoke(cli.app, ["run", "小明有 50 元……还剩多少钱？", "--votes", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    assert json.loads(res.stdout)["answer"] == "他还剩 4 元。"
+    assert seen[0] is None and seen[1].temperature > 0
+

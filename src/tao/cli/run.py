@@ -24,11 +24,11 @@ from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalO
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
                 tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
-                memory: Any = None) -> Agent:
+                memory: Any = None, votes: int = 1) -> Agent:
     """The agent ``--agent`` names with ``tools`` (default: the built-in calculators). CodeAct
     adds the seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or
     ``$TAO_SANDBOX``. ``guard``: the guardrails' keywords (``guard_options``); ``memory``: the
-    agent's ``memory=`` (``tao.memory.inject.Memory``)."""
+    agent's ``memory=`` (``tao.memory.inject.Memory``); ``votes`` > 1: inside ``tao.Vote``."""
     from ..agents.base import make_guard, make_memory
     from ..compare import build
 
@@ -42,6 +42,10 @@ def build_agent(agent: str, model: Model, max_turns: int = 10,
     if memory is not None:
         built.memory = make_memory(memory)
         built.toolbox = built.memory.with_tools(built.toolbox)
+    if votes > 1:
+        from ..agents.vote import Vote
+
+        built = Vote(built, n=votes)
     return built
 
 
@@ -49,7 +53,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
              json_output: bool = False, trace: str | os.PathLike[str] | None = None,
              quiet: bool = False, console: Any = None,
              tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
-             memory: Any = None) -> Result:
+             memory: Any = None, votes: int = 1) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
     trace to ``trace`` when given. ``tools``, ``guard``, ``memory``: as for ``build_agent``.
@@ -58,12 +62,13 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
 
     runner = pkg().build_agent(agent, model, max_turns, tools=tools,
                                **({"guard": guard} if guard else {}),
-                               **({"memory": memory} if memory is not None else {}))
+                               **({"memory": memory} if memory is not None else {}),
+                               **({"votes": votes} if votes > 1 else {}))
     sinks: list[Any] = []
     if trace is not None:
         sinks.append(open_trace(trace))
     if not json_output:
-        if getattr(agent, "value", agent) == "plan" and not quiet:
+        if getattr(agent, "value", agent) == "plan" and not quiet and votes == 1:
             from ..sinks.plan_view import PlanView  # the DAG and its live progress
 
             sinks.append(PlanView(console))
@@ -112,6 +117,10 @@ def run_command(
         "--otel", help="OpenTelemetry spans of the run, sent where the OTEL_* variables say "
         "(e.g. OTEL_EXPORTER_OTLP_ENDPOINT); as TAO_TRACING=1.")] = False,
     journal: JournalOpt = None,
+    votes: Annotated[int, typer.Option(
+        "--votes", min=1, help="Self-consistency: up to N runs (the first greedy, the rest "
+        "sampled) and the answer most of them reach (tao.Vote; tools without side effects).",
+    )] = 1,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
@@ -146,7 +155,8 @@ def run_command(
     try:
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
                                 json_output=json_output, trace=trace, quiet=quiet,
-                                tools=with_mcp(s.tools, extra), guard=guard, memory=remembered)
+                                tools=with_mcp(s.tools, extra), guard=guard, memory=remembered,
+                                **({"votes": votes} if votes > 1 else {}))
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
     except (TaoError, ValueError, OSError) as e:  # no sandbox here; no price for --max-cost...
