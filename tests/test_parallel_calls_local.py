@@ -86,3 +86,24 @@ def test_react_runs_every_call_of_one_reply_and_answers_from_all_results():
     result = ReActAgent(model, [weather]).run("Paris or Oslo for a walk today?")
     assert seen == ["Paris", "Oslo"] and result.answer == "Paris"
     assert (result.turns, result.tool_calls) == (2, 2)
+
+
+def test_the_same_call_twice_in_one_reply_runs_once():
+    reply = _read_action(CALL % ("a", "1+1") + "\n" + CALL % ("again", "1+1") + "\n" + CALL % ("b", "2"))
+    assert [c.arguments for c in reply.tool_calls] == [{"expression": "1+1"}, {"expression": "2"}]
+
+
+def test_text_around_the_objects_is_not_the_grammars_form():
+    assert _read_action("Sure! " + CALL % ("a", "1")).tool_calls == []
+    assert _read_action("[" + CALL % ("a", "1") + "]").tool_calls == []
+
+
+def test_the_history_shows_each_call_on_its_own_line_with_the_thought_once():
+    from tao.messages import Message
+    from tao.models.local import LocalModel
+
+    reply = _read_action(CALL % ("both", "1") + "\n" + CALL % ("second", "2"))
+    wire = LocalModel._wire(object.__new__(LocalModel), [Message.user("q"), reply], None)
+    assert wire[1]["content"].splitlines() == [
+        '{"thought": "both", "tool": "calculate", "arguments": {"expression": "1"}}',
+        '{"thought": "", "tool": "calculate", "arguments": {"expression": "2"}}']

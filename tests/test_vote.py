@@ -128,8 +128,8 @@ def test_plan_steps_started_by_a_sampled_run_sample_too():
         seen.append(sampling.current())
         return plan
 
-    model = ScriptedModel([planner] * 2)
-    result, _ = run(Vote(PlanExecuteAgent(model, [calculate]), n=2, seed=5))
+    model = ScriptedModel([planner] * 3)
+    result, _ = run(Vote(PlanExecuteAgent(model, [calculate]), n=3, seed=5))
     assert answer_key(result.answer) == 42.0
     assert seen == [None, sampling.Sampling(0.7, 5)]
 
@@ -167,3 +167,66 @@ def test_tao_run_votes_prints_the_tallies_and_the_majority_answer(monkeypatch):
     assert json.loads(res.stdout)["answer"] == "他还剩 4 元。"
     assert seen[0] is None and seen[1].temperature > 0
 
+
+
+def test_a_run_stops_as_soon_as_no_later_run_can_change_the_winner():
+    # one answer of one, one run left: a new answer could only tie, and a tie goes to the first
+    model, _ = answers("42", "7")
+    assert run(Vote(ReActAgent(model), n=2))[0].turns == 1
+    # 42, 7, 7 of five: 7 leads 2 to 1 with two runs left - 42 could still pass it
+    model, _ = answers("42", "7", "7", "42", "42")
+    result, _ = run(Vote(ReActAgent(model), n=5))
+    assert (result.answer, result.turns) == ("42", 5)
+
+
+def test_tools_of_wrapped_agents_are_checked_too():
+    from tao.agents.reflexion import Reflexion
+
+    @tool
+    def send_mail(to: str) -> str:
+        """Send a mail."""
+        return "sent"
+
+    inner = ReActAgent(ScriptedModel([]), [send_mail])
+    with pytest.raises(ValueError, match="send_mail"):
+        Vote(Reflexion(inner, lambda task, result: True), n=3)
+    with pytest.raises(ValueError, match="send_mail"):
+        Vote(Vote(inner, n=2, side_effects=True), n=3)
+
+
+def test_closing_a_vote_early_closes_the_run_inside_at_once():
+    closed = []
+
+    class Slow(tao.Agent):
+        name = "slow"
+
+        async def stream(self, task):
+            try:
+                yield Thought("thinking", 1)
+                await asyncio.sleep(10)
+            finally:
+                closed.append(task)
+
+    async def main():
+        events = Vote(Slow(), n=3).stream("t")
+        async for event in events:
+            if type(event) is Thought:
+                break
+        await events.aclose()
+        return list(closed)
+
+    assert asyncio.run(main()) == ["t"]  # before aclose returned, not at garbage collection
+
+
+def test_parse_failures_of_every_run_count_in_an_eval():
+    from tao.evals.runner import parse_failures
+
+    from tao.messages import ToolCall
+
+    def bad():
+        return ToolCall("c1", "calculate", {}, parse_error="arguments are not a JSON object")
+
+    model = ScriptedModel([bad(), "1", bad(), "2", bad(), "3"])  # each run: one bad reply, turn 1
+    events = []
+    result = Vote(ReActAgent(model, [calculate]), n=3).run("What is 6 * 7?", [events.append])
+    assert result.turns == 6 and parse_failures(events) == 3

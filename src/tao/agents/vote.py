@@ -15,13 +15,18 @@ Every run repeats the agent's tool calls, so ``Vote`` takes only agents whose to
 fine. Answers are compared by ``key(answer)``: by default the last number when there is one
 (as ``tao eval`` scores numeric answers), else the text with case and spacing folded. A tie
 goes to the answer reached first.
+
+On an endpoint model the first run uses the model's own temperature (the provider's default
+when none is set) and the others send ``temperature`` and ``seed``; a model that refuses those
+(some reasoning models) fails those runs, which then cast no vote.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from contextlib import aclosing
 from typing import Any
 
 from .. import prompts
@@ -29,6 +34,35 @@ from ..events import Event, RunFinished, RunStarted, Thought
 from ..messages import Usage
 from ..models.sampling import Sampling, sampled
 from .base import Agent, Result, detect_language
+
+
+def _tools(agent: Any) -> Iterator[Any]:
+    """Every tool a run of ``agent`` may call: its own, and those of the agents it wraps
+    (``Reflexion``, another ``Vote``) or hands steps to (a plan's ``step_agent``)."""
+    yield from getattr(agent, "toolbox", None) or ()
+    for inner in (getattr(agent, "agent", None), getattr(agent, "step_agent", None)):
+        if isinstance(inner, Agent):
+            yield from _tools(inner)
+
+
+def _leader(votes: dict[Hashable, list[Result]]) -> Hashable:
+    """The answer with the most votes; of equals, the one reached first (``votes`` keeps that
+    order)."""
+    return max(votes, key=lambda k: len(votes[k]))
+
+
+def _decided(votes: dict[Hashable, list[Result]], left: int) -> bool:
+    """Whether ``left`` more runs can no longer change the winner: no answer seen can pass the
+    leader or tie it from ahead (a tie goes to the answer reached first), and a new answer,
+    reached after the leader, gets at most ``left`` votes."""
+    order = list(votes)
+    leader = _leader(votes)
+    lead = len(votes[leader])
+    for k in order:
+        most = len(votes[k]) + left
+        if k != leader and (most > lead or (most == lead and order.index(k) < order.index(leader))):
+            return False
+    return left <= lead
 
 
 def answer_key(answer: str | None) -> Hashable:
@@ -55,7 +89,7 @@ class Vote(Agent):
             raise ValueError("n (the number of runs) must be at least 1")
         if temperature <= 0 and n > 1:
             raise ValueError("sampled runs need a temperature above 0; greedy runs all agree")
-        risky = [t.name for t in getattr(agent, "toolbox", ()) if getattr(t, "side_effects", True)]
+        risky = sorted({t.name for t in _tools(agent) if getattr(t, "side_effects", True)})
         if risky and not side_effects:
             raise ValueError(
                 f"Vote runs the agent up to {n} times, and these tools may have side effects: "
@@ -78,32 +112,33 @@ class Vote(Agent):
         votes: dict[Hashable, list[Result]] = {}  # in the order answers were first reached
         last: Result | None = None
         for run in range(self.n):
-            async for event in sampled(self.agent.stream(task), self._sampling(run)):
-                if type(event) is RunFinished:
-                    last = event.result
-                else:
-                    yield event
-            assert last is not None  # every agent's stream ends with RunFinished
+            last = None  # this run's, once its RunFinished came
+            async with aclosing(sampled(self.agent.stream(task), self._sampling(run))) as events:
+                async for event in events:
+                    if type(event) is RunFinished:
+                        last = event.result
+                    else:
+                        yield event
+            if last is None:  # pragma: no cover - every agent's stream ends with RunFinished
+                raise RuntimeError(f"{self.agent.name} ended a run without RunFinished")
             usage.add(last.usage)
             turns, calls = turns + last.turns, calls + last.tool_calls
             if last.ok:
                 votes.setdefault(self.key(last.answer), []).append(last)
-            ranked = sorted(votes.values(), key=len, reverse=True)  # stable: ties keep first
-            counted = sum(map(len, ranked))
-            lead = len(ranked[0]) if ranked else 0
+            counted = sum(map(len, votes.values()))
+            lead = len(votes[_leader(votes)]) if votes else 0
             said = (last.answer or "").strip()[:80] if last.ok else \
                 prompts.render(t["no_answer"], status=last.status)
             yield Thought(prompts.render(t["tally"], run=str(run + 1), runs=str(self.n), answer=said,
                                          standing=prompts.render(t["standing"], votes=str(lead),
                                                                  counted=str(counted))), turns)
             left = self.n - run - 1
-            runner_up = len(ranked[1]) if len(ranked) > 1 else 0
-            if ranked and left and lead > runner_up + left:
-                yield Thought(prompts.render(t["decided"], answer=(ranked[0][0].answer or "")[:80],
+            if votes and left and _decided(votes, left):
+                yield Thought(prompts.render(t["decided"], answer=(votes[_leader(votes)][0].answer or "")[:80],
                                              votes=str(lead), counted=str(counted)), turns)
                 break
         if votes:
-            winner = sorted(votes.values(), key=len, reverse=True)[0][0]
+            winner = votes[_leader(votes)][0]
             final = Result(winner.answer, "done", turns, calls, usage, time.perf_counter() - start,
                            winner.messages, None, winner.sandbox)
         else:

@@ -53,17 +53,20 @@ def parse_failures(events: Sequence[Any]) -> int:
     parse, an empty reply, an invalid plan) or a native tool call whose arguments were not JSON.
     Counted once per reply (turn), sub-agents' replies included (``Nested``). Not counted: a
     transient model error (``ModelRetry``), nor a well-formed call the tool refused (unknown
-    tool, invalid arguments): that is a wrong call, read correctly."""
-    from ..events import Action, Error, Nested
+    tool, invalid arguments): that is a wrong call, read correctly. The runs inside one
+    (``tao.Vote``'s, each numbering its turns from 1) count apart."""
+    from ..events import Action, Error, Nested, RunStarted
 
-    bad = set()
+    bad, run = set(), 0
     for event in events:
         where = ""
+        if type(event) is RunStarted:
+            run += 1
         if type(event) is Nested:
             where, event = event.step_id, event.event
         if (type(event) is Error and event.recoverable) or (
                 type(event) is Action and event.call.parse_error):
-            bad.add((where, event.turn))
+            bad.add((run, where, event.turn))
     return len(bad)
 
 
@@ -117,11 +120,12 @@ async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
             "completion_tokens": result.usage.completion_tokens, "seconds": round(seconds, 4)}
 
 
-def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 10) -> dict[str, Any]:
+def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 10,
+             votes: int = 1) -> dict[str, Any]:
     """``arun_task`` for synchronous code; inside a running event loop (Jupyter) on a thread."""
     import asyncio
 
-    coro = arun_task(suite, agent, task, model, max_turns)
+    coro = arun_task(suite, agent, task, model, max_turns, votes)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

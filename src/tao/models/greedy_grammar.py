@@ -111,11 +111,12 @@ class GrammarLastSampler(GreedyGrammarSampler):
                      c.llama_sampler_init_top_p(top_p, 1), c.llama_sampler_init_min_p(min_p, 1),
                      c.llama_sampler_init_temp(temp), c.llama_sampler_init_dist(seed & 0xFFFFFFFF)):
             c.llama_sampler_chain_add(self._chain, link)
+        self._ids = self._np.arange(self._n_vocab, dtype=self._np.int32)
 
     def _draw(self, logits: Any, grammar: bool) -> int:
-        c, np = self._c, self._np
+        c = self._c
         view = self._all_np
-        view["id"] = np.arange(self._n_vocab, dtype=np.int32)
+        view["id"] = self._ids
         view["logit"] = logits
         view["p"] = 0.0
         array = c.llama_token_data_array(data=self._all, size=self._n_vocab, selected=-1,

@@ -142,9 +142,10 @@ class LocalModel(Model):
         wire: list[dict[str, str]] = []
         for m in messages:
             if m.role == "assistant" and m.tool_calls:
-                content = "\n".join(
-                    json.dumps({"thought": m.content, "tool": c.name, "arguments": c.arguments},
-                               ensure_ascii=False) for c in m.tool_calls)
+                content = "\n".join(  # one object a call, as the grammar has it written
+                    json.dumps({"thought": m.content if i == 0 else "", "tool": c.name,
+                                "arguments": c.arguments}, ensure_ascii=False)
+                    for i, c in enumerate(m.tool_calls))
             elif m.role == "assistant" and tools:
                 content = json.dumps({"thought": "", "final_answer": m.content}, ensure_ascii=False)
             else:
@@ -395,7 +396,12 @@ def _objects(text: str) -> list[str]:
             depth -= 1
             if depth == 0 and start is not None:
                 found.append(text[start:i + 1])
-    return found if depth == 0 else [*found, text[start:]] if start is not None else found
+    if depth and start is not None:  # the last one cut off: kept, to fail its parse
+        found.append(text[start:])
+    rest = text
+    for part in found:
+        rest = rest.replace(part, "", 1)
+    return found if not rest.strip() else []  # anything between objects: not the grammar's form
 
 
 def _read_action(text: str) -> Message:
@@ -416,11 +422,15 @@ def _read_action(text: str) -> Message:
             objs.append(obj)
     if not objs:
         return Message.assistant("")
-    calls = [o for o in objs if "tool" in o]
+    calls, seen = [], set()
+    for o in objs:
+        if "tool" not in o:
+            continue
+        args = o["arguments"] if isinstance(o.get("arguments"), dict) else {}
+        same = json.dumps([str(o["tool"]), args], sort_keys=True, default=str)
+        if same not in seen:  # the same call twice in one reply would only run twice
+            seen.add(same)
+            calls.append(ToolCall(f"local_{next(_call_ids)}", str(o["tool"]), args))
     if calls:
-        thought = str(calls[0].get("thought", "")).strip()
-        return Message.assistant(thought, [
-            ToolCall(f"local_{next(_call_ids)}", str(o["tool"]),
-                     o["arguments"] if isinstance(o.get("arguments"), dict) else {})
-            for o in calls])
+        return Message.assistant(str(objs[0].get("thought", "")).strip(), calls)
     return Message.assistant(str(objs[0].get("final_answer", "")).strip())

@@ -52,22 +52,19 @@ def sampling(temperature: float, seed: int | None = None) -> Iterator[Sampling]:
 
 async def sampled(events: AsyncIterator[T], value: Sampling | None) -> AsyncIterator[T]:
     """``events`` with ``value`` set while each of its steps runs (None: passed through)."""
-    if value is None:
-        async for event in events:
-            yield event
-        return
     it = events.__aiter__()
     try:
         while True:
-            token = _CURRENT.set(value)
+            token = _CURRENT.set(value) if value is not None else None
             try:
                 event = await it.__anext__()
             except StopAsyncIteration:
                 return
             finally:
-                _CURRENT.reset(token)
+                if token is not None:
+                    _CURRENT.reset(token)
             yield event
-    finally:
+    finally:  # closed early (the consumer stopped): the run stops now, not at garbage collection
         close = getattr(it, "aclose", None)
         if close is not None:
             await close()
