@@ -62,16 +62,19 @@ def action_schema(specs: Sequence[ToolSpec]) -> dict[str, Any]:
     return {"anyOf": [*calls, final]}
 
 
-#: Tool calls one local reply may make, one object a line (BFCL's parallel categories ask for
-#: up to 4 at once; an OpenAI model returns several ``tool_calls`` the same way).
+#: Tool calls one local reply may make at once (BFCL's parallel categories ask for up to 4; an
+#: OpenAI model returns several ``tool_calls`` the same way).
 MAX_CALLS = 8
 
 
 def action_grammar(specs: Sequence[ToolSpec]) -> str:
-    """``{"thought": ..., "tool": ..., "arguments": {...}}`` - up to ``MAX_CALLS`` of them, one
-    a line, for calls that do not wait on each other - or ``{"thought": ..., "final_answer":
-    ...}``, written by hand around the converter's argument rules so the shared ``thought``
-    prefix is one rule and lengths use GBNF's ``{m,n}``."""
+    """``{"thought": ..., "tool": ..., "arguments": {...}}``, ``{"thought": ..., "calls":
+    [{"tool": ..., "arguments": {...}}, ...]}`` (2 to ``MAX_CALLS`` calls that do not wait on
+    each other) or ``{"thought": ..., "final_answer": ...}``, written by hand around the
+    converter's argument rules so the shared ``thought`` prefix is one rule and lengths use
+    GBNF's ``{m,n}``. Several calls are a key of their own the model picks after its thought,
+    not more objects after the first: a model that likes a newline after its JSON would then
+    be pushed into a call it never meant (seen: a 10-turn loop on a task one call a turn solves)."""
     return _object_grammar(specs, ACTION_ORDER, "tool", "arguments", None, "final_answer",
                            many=MAX_CALLS)
 
@@ -102,13 +105,11 @@ def _object_grammar(specs: Sequence[ToolSpec], order: Sequence[str], tool_key: s
     final = f'{key(answer_key)} {answer}'
     if final_name is not None:
         final = f'{key(tool_key)} {conv._format_literal(json.dumps(final_name))} space "," space {final}'
-    head = f'"{{" space {key("thought")} {thought} "," space'
-    if many == 1 or not alts:
-        body = " | ".join(f"({a})" for a in [*alts, final])
-        conv._add_rule("root", f'{head} ({body}) "}}" space')
-        return conv.format_grammar()
-    call = conv._add_rule("call", f'{head} ({" | ".join(f"({a})" for a in alts)}) "}}"')
-    conv._add_rule("root", f'(({call} ("\\n" {call}){{0,{many - 1}}}) | ({head} {final} "}}")) space')
+    if many > 1 and specs:
+        call = conv._add_rule("call", f'"{{" space ({" | ".join(f"({a})" for a in alts)}) "}}" space')
+        alts.append(f'{key("calls")} "[" space {call} ("," space {call}){{1,{many - 1}}} "]" space')
+    body = " | ".join(f"({a})" for a in [*alts, final])
+    conv._add_rule("root", f'"{{" space {key("thought")} {thought} "," space ({body}) "}}" space')
     return conv.format_grammar()
 
 

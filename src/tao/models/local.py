@@ -142,10 +142,10 @@ class LocalModel(Model):
         wire: list[dict[str, str]] = []
         for m in messages:
             if m.role == "assistant" and m.tool_calls:
-                content = "\n".join(  # one object a call, as the grammar has it written
-                    json.dumps({"thought": m.content if i == 0 else "", "tool": c.name,
-                                "arguments": c.arguments}, ensure_ascii=False)
-                    for i, c in enumerate(m.tool_calls))
+                calls = [{"tool": c.name, "arguments": c.arguments} for c in m.tool_calls]
+                content = json.dumps(  # as the grammar has the model write it
+                    {"thought": m.content, **(calls[0] if len(calls) == 1 else {"calls": calls})},
+                    ensure_ascii=False)
             elif m.role == "assistant" and tools:
                 content = json.dumps({"thought": "", "final_answer": m.content}, ensure_ascii=False)
             else:
@@ -374,63 +374,31 @@ def _response_format_grammar(response_format: dict[str, Any]) -> str | None:
 _call_ids = iter(range(1, 1 << 62))
 
 
-def _objects(text: str) -> list[str]:
-    """The top-level JSON objects of a reply, in order: the grammar writes one call a line, and
-    a string may hold a raw newline, so lines alone cannot say where an object ends."""
-    found, depth, start, in_string, escaped = [], 0, None, False, False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0 and start is not None:
-                found.append(text[start:i + 1])
-    if depth and start is not None:  # the last one cut off: kept, to fail its parse
-        found.append(text[start:])
-    rest = text
-    for part in found:
-        rest = rest.replace(part, "", 1)
-    return found if not rest.strip() else []  # anything between objects: not the grammar's form
-
-
 def _read_action(text: str) -> Message:
-    """Turn the grammar-constrained JSON reply into tool calls (one object a line) or a final
-    answer. Only a reply cut by ``max_tokens`` can fail to parse (or one nested past
-    ``safe_json.MAX_DEPTH``); a cut last call is dropped, and a reply with nothing whole comes
-    back empty so the agent asks again."""
+    """Turn the grammar-constrained JSON reply into tool calls (``tool`` + ``arguments``, or a
+    ``calls`` list of them) or a final answer. Only a reply cut by ``max_tokens`` can fail to
+    parse (or one nested past ``safe_json.MAX_DEPTH``); it comes back empty so the agent asks
+    again."""
     # the grammar lets a string hold a raw newline (its whitespace between tokens is a space at
     # most, so control characters can only be inside strings): escaped, as JSON wants them
-    objs = []
-    for part in _objects(text.strip()) or [text.strip()]:
-        part = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", part)
-        try:
-            obj = loads(part)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            objs.append(obj)
-    if not objs:
+    text = re.sub(r"[\x00-\x1f]", lambda m: f"\\u{ord(m.group()):04x}", text.strip())
+    try:
+        obj = loads(text)
+    except json.JSONDecodeError:
         return Message.assistant("")
+    if not isinstance(obj, dict):
+        return Message.assistant("")
+    thought = str(obj.get("thought", "")).strip()
+    wanted = obj["calls"] if isinstance(obj.get("calls"), list) else [obj] if "tool" in obj else []
     calls, seen = [], set()
-    for o in objs:
-        if "tool" not in o:
+    for c in wanted:
+        if not isinstance(c, dict) or "tool" not in c:
             continue
-        args = o["arguments"] if isinstance(o.get("arguments"), dict) else {}
-        same = json.dumps([str(o["tool"]), args], sort_keys=True, default=str)
+        args = c["arguments"] if isinstance(c.get("arguments"), dict) else {}
+        same = json.dumps([str(c["tool"]), args], sort_keys=True, default=str)
         if same not in seen:  # the same call twice in one reply would only run twice
             seen.add(same)
-            calls.append(ToolCall(f"local_{next(_call_ids)}", str(o["tool"]), args))
-    if calls:
-        return Message.assistant(str(objs[0].get("thought", "")).strip(), calls)
-    return Message.assistant(str(objs[0].get("final_answer", "")).strip())
+            calls.append(ToolCall(f"local_{next(_call_ids)}", str(c["tool"]), args))
+    if calls or wanted:
+        return Message.assistant(thought, calls)
+    return Message.assistant(str(obj.get("final_answer", "")).strip())
