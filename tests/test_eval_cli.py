@@ -73,6 +73,7 @@ def test_a_jsonl_file_is_a_suite_on_the_command_line(scripted, tmp_path):
     (["eval", "gsm9k"], "unknown suite 'gsm9k'"),
     (["eval", "calculator", "--agent", "react,reflexion"], "unknown agent 'reflexion'"),
     (["eval", "missing.jsonl"], "no such file: missing.jsonl"),
+    (["eval", "bfcl", "--votes", "3"], "--votes needs answers to compare"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(scripted, args, message):
     result = runner.invoke(cli.app, args)
@@ -136,3 +137,16 @@ def test_concurrency_on_the_embedded_model_runs_one_at_a_time_and_says_so(monkey
 def test_concurrency_below_one_is_a_usage_error(scripted):
     result = runner.invoke(cli.app, ["eval", "calculator", "--concurrency", "0"])
     assert result.exit_code == 2 and "--concurrency" in result.output
+
+
+def test_votes_fix_a_model_right_only_when_sampled(monkeypatch, tmp_path):
+    from eval_scripts import voting_model
+
+    monkeypatch.setattr("tao.models.resolve.resolve_model", lambda spec="auto", **o: voting_model())
+    args = ["eval", "calculator", "-a", "react", "--limit", "3", "--json"]
+    plain = json.loads(runner.invoke(cli.app, args).stdout)["agents"][0]
+    voted = runner.invoke(cli.app, [*args, "--votes", "3", "--out", str(tmp_path)])
+    assert voted.exit_code == 0, voted.output
+    row = json.loads(voted.stdout)["agents"][0]
+    assert (plain["solved"], row["solved"], row["mean_turns"]) == (0, 3, 3)
+    assert json.loads((tmp_path / "run.json").read_text())["votes"] == 3
