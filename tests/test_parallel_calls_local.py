@@ -106,7 +106,7 @@ def test_react_runs_every_call_of_one_reply_and_answers_from_all_results():
 
 
 def test_the_prompt_tells_of_several_calls_only_when_asked():
-    """Off by default: with these lines the 1.5B solved 11 of the 16 calculator tasks, not 13."""
+    """Off by default: with such lines the 1.5B solved 11-12 of the 16 calculator tasks, not 13."""
     off = LocalModel._tool_section([calculate.spec], "en")
     on = LocalModel._tool_section([calculate.spec], "en", parallel=True)
     assert '"calls"' not in off and "{parallel}" not in off
