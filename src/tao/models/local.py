@@ -122,7 +122,7 @@ class LocalModel(Model):
         self.temperature = temperature
         self.max_tokens = max_tokens
         #: tell the model it may make several tool calls in one reply (the grammar always lets
-        #: it); off by default, since the lines cost the 1.5B two of the 16 calculator tasks
+        #: it); off by default, since such lines cost the 1.5B 1-2 of the 16 calculator tasks
         self.parallel_calls = parallel_calls
 
     @property
