@@ -136,9 +136,10 @@ class DocIndex:
 
     def tool(self, name: str = "search_docs", language: str | None = None) -> Any:
         """A tool any agent can use: the best passages for a query, each with its source. Its
-        description is in ``language`` ("zh" or "en"), by default in both: with an English-only
-        description the 1.5B answered 4 of 13 Chinese questions without searching (0 of 13
-        English ones; benchmarks/rag_eval.py)."""
+        description is in ``language`` ("zh" or "en"), by default in both, for users of both.
+        (That did not make the 1.5B search more often before Chinese answers: it skipped the
+        search on 4 of 13 with the English description and on 7 of 17 with both;
+        benchmarks/rag_eval.py, BENCHMARKS.md.)"""
         from ..tools.base import FunctionTool
 
         t = prompts.table("memory")
