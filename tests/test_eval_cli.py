@@ -74,10 +74,25 @@ def test_a_jsonl_file_is_a_suite_on_the_command_line(scripted, tmp_path):
     (["eval", "calculator", "--agent", "react,reflexion"], "unknown agent 'reflexion'"),
     (["eval", "missing.jsonl"], "no such file: missing.jsonl"),
     (["eval", "bfcl", "--votes", "3"], "--votes needs answers to compare"),
+    (["eval", "calculator", "--offset", "100000"], "--offset 100000 skips every task"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(scripted, args, message):
     result = runner.invoke(cli.app, args)
     assert result.exit_code == 2 and message in result.output
+
+
+def test_offset_slices_share_one_out_dir_and_add_up_to_the_whole(scripted, tmp_path):
+    out = tmp_path / "sliced"
+    first = runner.invoke(cli.app, ["eval", "calculator", "--limit", "3", "--out", str(out), "--json"])
+    second = runner.invoke(cli.app, ["eval", "calculator", "--offset", "3", "--limit", "3",
+                                     "--out", str(out), "--json"])
+    assert first.exit_code == 0 and second.exit_code == 0, (first.output, second.output)
+    ids = [json.loads(line)["task_id"] for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    assert len(ids) == 6 and len(set(ids)) == 6  # the second slice ran only its own three
+    assert json.loads(second.stdout)["agents"][0]["solved"] == expected_solved(list(ANSWERS)[3:6])
+    whole = runner.invoke(cli.app, ["eval", "calculator", "--limit", "6", "--out", str(out), "--json"])
+    assert json.loads(whole.stdout)["agents"][0]["solved"] == expected_solved(list(ANSWERS)[:6])
+    assert len((out / "results.jsonl").read_text("utf-8").splitlines()) == 6  # nothing ran again
 
 
 def test_an_interrupt_exits_130_and_says_how_to_resume(monkeypatch, tmp_path):

@@ -64,6 +64,8 @@ def eval_command(
         "--model", "-m", help="As for tao run: auto | local (= local-1.5b) | local-0.5b | openai | openai:NAME.",
     )] = "auto",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")] = None,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip the first N tasks (with "
+                                        "--limit: a slice; slices may share one --out).")] = 0,
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="Processes (or Ray actors), each loading the model once.")] = 1,
     concurrency: Annotated[int, typer.Option(
@@ -92,7 +94,8 @@ def eval_command(
 
         chosen = resolve_model(model)  # a bad spec or key fails here, not in every worker
         one = workers == 1 and executor is Executor.local
-        ev = Evaluation(suite, agents, chosen if one else model, limit=limit, workers=workers,
+        ev = Evaluation(suite, agents, chosen if one else model, limit=limit, offset=offset,
+                        workers=workers,
                         executor=executor.value, out=out, max_turns=max_turns, label=model,
                         concurrency=concurrency, votes=votes)
     except (TaoError, ValueError, ImportError) as e:

@@ -195,11 +195,11 @@ def _build_model(model: Any) -> Any:
 
 
 class Evaluation:
-    """``agents`` on the first ``limit`` tasks of ``suite``, ``concurrency`` at once in each of
+    """``agents`` on ``limit`` tasks of ``suite`` after the first ``offset``, ``concurrency`` at once in each of
     ``workers`` (see the module docstring). ``label`` names the model in ``out/run.json`` (default: the spec, or the model's name)."""
 
     def __init__(self, suite: str, agents: Sequence[str], model: str | Callable[[], Any] = "auto", *,
-                 limit: int | None = None, workers: int = 1, executor: str = "local",
+                 limit: int | None = None, offset: int = 0, workers: int = 1, executor: str = "local",
                  out: str | Path | None = None, max_turns: int = 10, label: str | None = None,
                  concurrency: int = 1, votes: int = 1):
         from ..compare import ARCHITECTURE
@@ -212,6 +212,8 @@ class Evaluation:
             raise ValueError("no agent given")
         if workers < 1 or concurrency < 1 or (limit is not None and limit < 1) or max_turns < 1:
             raise ValueError("--workers, --concurrency, --limit and --max-turns must be at least 1")
+        if offset < 0:
+            raise ValueError("--offset must be 0 or more")
         if executor not in EXECUTORS:
             raise ValueError(f"unknown executor {executor!r}; use {' or '.join(EXECUTORS)}")
         self.suite = get_suite(suite)
@@ -222,7 +224,12 @@ class Evaluation:
                              f"{'tool calls' if self.suite.name.startswith('bfcl') else 'code'}")
         self.votes = votes
         self.spec = str(getattr(self.suite, "path", suite))
-        self.tasks = self.suite.tasks()[:limit]
+        every = self.suite.tasks()
+        if offset >= len(every):
+            raise ValueError(f"--offset {offset} skips every task: {self.suite.name} has {len(every)}")
+        # --offset splits a long suite into runs that can share one --out (HumanEval's 164 tasks
+        # in slices of an evening each); tasks keep their ids, so a slice never reruns another's
+        self.tasks = every[offset:][:limit]
         self.model, self.workers, self.executor, self.max_turns = model, workers, executor, max_turns
         self.concurrency = concurrency
         if label is None:  # what run.json calls the model: a resume must use the same one
