@@ -276,7 +276,7 @@ class Run:
             return ""
         from .untrusted import note
 
-        return "\n\n" + note(self.nonce(), self.lang)
+        return "\n\n" + note(self.lang)
 
     def _refuse(self, call: ToolCall, tool: Any, status: str, text: str) -> Any:
         from ..tools.base import ToolResult
