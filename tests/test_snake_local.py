@@ -25,9 +25,7 @@ def test_tao_code_writes_a_snake_game_that_plays_in_the_browser(tmp_path, monkey
     from tao.cli.code import for_coding
     from tao.models.local import LocalModel
 
-    # no saved prompt prefixes: greedy runs of this task on one machine differed from turn 1,
-    # which points at what the prefix cache held for each (a restored prefix is batched apart
-    # from the rest of the prompt); without it the run does not depend on earlier runs
+    # no saved prompt prefixes from earlier runs: the test is the same run wherever it starts
     monkeypatch.setenv("TAO_KV_CACHE", "0")
 
     model = for_coding(LocalModel())  # what `tao code TASK` runs: greedy, room for a whole file
@@ -41,13 +39,10 @@ def test_tao_code_writes_a_snake_game_that_plays_in_the_browser(tmp_path, monkey
     assert run.write_turns >= 1 and "index.html" in run.files, run.written
     assert (folder / "index.html").is_file()
     assert run.check is not None and run.check.reason
-    # what issue 10 asks of the model - three files in >= 3 write_file turns, a Finish, a page
-    # whose arrow keys move the game - is not yet reliable: 2 of 5 runs did it, 1 more wrote the
-    # three files and finished but its keys moved nothing, 2 were cut at 300 s under load
-    # (2026-12-01, BENCHMARKS.md). A miss is reported, not passed; make it an assertion once 5 of
-    # 5 pass.
-    works = (run.write_turns >= 3 and {"index.html", "style.css", "game.js"} <= set(run.files)
-             and run.finished and run.check.ok)
-    if not works:
-        pytest.xfail(f"the game does not work yet: {run.written}, finished={run.finished}, "
-                     f"{run.check.reason}")
+    # what issue 10 asks of the model: three files in >= 3 write_file turns, a Finish, a page
+    # whose arrow keys move the game. 5 of 5 runs did it on a quiet machine (2026-12-03,
+    # BENCHMARKS.md: "Seed 002's snake task"), and greedy runs now repeat exactly (the system
+    # prompt no longer holds the untrusted-content nonce), so a miss here is a real regression
+    assert run.write_turns >= 3 and {"index.html", "style.css", "game.js"} <= set(run.files), run.written
+    assert run.finished, (run.status, run.answer)
+    assert run.check.ok, run.check.reason
