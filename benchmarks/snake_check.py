@@ -25,9 +25,15 @@ The method, for games written by a model (any names, canvas or DOM):
 
 Limits: a game that waits for a click or a Start button before keys count fails the key check
 (a start by arrow key passes); a game seeded from ``crypto.getRandomValues`` fails the control
-check; WebGL canvases without ``preserveDrawingBuffer`` read as blank; that food makes the snake
-longer is not checked (it needs knowing where the food is); a script that spins forever after
-load hangs ``check`` - ``check_isolated`` runs it in a child process with a time limit.
+check; WebGL canvases without ``preserveDrawingBuffer`` read as blank; a script that spins forever
+after load hangs ``check`` - ``check_isolated`` runs it in a child process with a time limit.
+
+- **Growth** (``grows``, reported beside ``ok``, not part of it: the issue's judge is the keys):
+  the snake (a top-level array of ``{x, y}`` or ``[x, y]`` points) and the food (a point) found
+  among the names the scripts declare; the head and its step learnt from one move; the food put
+  one step ahead of the head; the body must get longer within two steps, and the food must lie a
+  whole number of steps from the head, or no steering ever reaches it. ``None`` when the game keeps
+  its state elsewhere (a class, a closure): then nothing is claimed.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,6 +100,36 @@ BOARD = """() => {
 }"""
 
 
+#: The snake and the food among the script's top-level names (``let``/``const``/``var``; an
+#: indirect eval sees a script's lexical globals): the snake an array of points - ``{x, y}`` or
+#: ``[x, y]`` - the food one point; a name saying snake / food wins among several.
+FIND = """(names) => {
+  const get = n => { try { return (0, eval)(n); } catch (e) { return undefined; } };
+  const pt = v => v != null && typeof v === 'object' && (Array.isArray(v)
+      ? v.length === 2 && typeof v[0] === 'number' && typeof v[1] === 'number'
+      : typeof v.x === 'number' && typeof v.y === 'number');
+  const bodies = names.filter(n => { const v = get(n); return Array.isArray(v) && v.length > 0 && v.every(pt); });
+  const foods = names.filter(n => pt(get(n)) && !bodies.includes(n));
+  const pick = (list, re) => list.find(n => re.test(n)) || list[0] || null;
+  return { snake: pick(bodies, /snake/i), food: pick(foods, /food|apple|fruit|食物/i) };
+}"""
+
+READ = """([snake, food]) => {
+  const xy = p => Array.isArray(p) ? [p[0], p[1]] : [p.x, p.y];
+  const body = (0, eval)(snake), f = (0, eval)(food);
+  return { body: Array.isArray(body) ? body.map(xy) : null, food: f != null ? xy(f) : null };
+}"""
+
+PLACE = """([food, x, y]) => {
+  const f = (0, eval)(food);
+  if (Array.isArray(f)) { f[0] = x; f[1] = y; } else { f.x = x; f.y = y; }
+}"""
+
+#: a declaration's line: ``let snake = ...``, ``let snake, dir, food;``, ``const a = 1, b = [2, 3]``
+_DECLARED = re.compile(r"^\s*(?:let|const|var)\s+(.*)$", re.MULTILINE)
+_NAME = re.compile(r"\s*([A-Za-z_$][\w$]*)")
+
+
 class BrowserMissing(RuntimeError):
     """Playwright or Chromium is not installed here: a setup problem, not a verdict on a game."""
 
@@ -110,6 +147,10 @@ class Check:
     dialogs: list[str] = field(default_factory=list)  # alert()/confirm() texts (dismissed)
     loaded: list[str] = field(default_factory=list)  # the folder's files the page asked for
     seconds: float = 0.0
+    # the seed's "吃到食物会变长", not part of ``ok`` (issue 10 judges keys): None when the probe
+    # found no snake and food among the script's globals or the snake never moved
+    grows: bool | None = None
+    growth: str = ""
 
 
 @dataclass
@@ -212,6 +253,95 @@ def _advance(page, ms: int, run: _Run) -> None:
         run.errors.append(f"JavaScript error: {message}")
 
 
+def _names(folder: Path) -> list[str]:
+    """The names declared in the page's scripts (its .js files and index.html), in order."""
+    texts = [p.read_text(encoding="utf-8", errors="replace")
+             for p in [*sorted(folder.rglob("*.js")), folder / "index.html"] if p.is_file()]
+    names: list[str] = []
+    for line in _DECLARED.findall("\n".join(texts)):
+        depth, part = 0, ""
+        for ch in line + ",":  # the names of ``a = f(1, 2), b``: split on commas outside brackets
+            depth += (ch in "([{") - (ch in ")]}")
+            if ch == "," and depth == 0:
+                if m := _NAME.match(part):
+                    names.append(m.group(1))
+                part = ""
+            else:
+                part += ch
+    return list(dict.fromkeys(names))
+
+
+def _growth(browser, base: str, names: list[str]) -> tuple[bool | None, str]:
+    """Does the snake grow when it eats, and can it ever eat? A fresh load under the paused
+    clock; the snake and the food found among the script's globals (``FIND``); one step watched
+    to learn where the head is and how far it moves; the food then put one step ahead of the head
+    (what steering there would do) and two steps watched for the body to get longer. The food
+    must also lie on the head's grid - a whole number of steps away on both axes - or the snake
+    can never reach it in play (a head starting at 10 px with food on multiples of 20 px)."""
+    context = browser.new_context(viewport={"width": 800, "height": 700})
+    sink = _Run([], [], [])
+    try:
+        context.add_init_script(SEEDED_RANDOM)
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
+                      else route.abort("blockedbyclient"))
+        page = context.new_page()
+        page.set_default_timeout(LOAD_TIMEOUT_MS)
+        page.on("dialog", lambda d: d.dismiss())
+        page.clock.pause_at(EPOCH_MS)
+        page.goto(base + "index.html", wait_until="load")
+        _advance(page, WARMUP_MS, sink)
+        found = page.evaluate(FIND, names)
+        if not found["snake"] or not found["food"]:
+            return None, "no snake (an array of points) and food (a point) among the script's globals"
+        pair = [found["snake"], found["food"]]
+
+        def moved(before: dict) -> dict | None:
+            for _ in range(125):  # up to 2 s of game time, a frame at a time
+                _advance(page, 16, sink)
+                now = page.evaluate(READ, pair)
+                if now["body"] != before["body"]:
+                    return now
+            return None
+
+        before = page.evaluate(READ, pair)
+        after = moved(before)
+        if after is None or not after["body"] or not before["body"]:
+            return None, "the snake did not move in 2 s without a key"
+        old, new = before["body"], after["body"]
+        if new[0] not in old:
+            head, was = new[0], old[0]
+        elif new[-1] not in old:
+            head, was = new[-1], old[-1]
+        else:
+            return None, "cannot tell the snake's head"
+        dx, dy = head[0] - was[0], head[1] - was[1]
+        cell = max(abs(dx), abs(dy))
+        if cell == 0 or after["food"] is None:
+            return None, "cannot tell the snake's step"
+
+        def on_grid(food: list) -> bool:
+            return all(abs((f - h) / cell - round((f - h) / cell)) < 1e-6 for f, h in zip(food, head))
+
+        food = after["food"]
+        page.evaluate(PLACE, [found["food"], head[0] + dx, head[1] + dy])
+        length, now = len(new), after
+        for _ in range(2):
+            now = moved(now)
+            if now is None or len(now["body"]) > length:
+                break
+        if now is None or len(now["body"]) <= length:
+            return False, (f"the head ({found['snake']}) reached the food ({found['food']}) and the "
+                           f"snake did not grow")
+        where = f"food at {food}, head at {head}, steps of {cell:g}"
+        if not on_grid(food) or (now["food"] is not None and not on_grid(now["food"])):
+            return False, f"grows on eating, but the food lies off the snake's grid ({where}): it can never eat"
+        return True, f"grows on eating; the food lies on the snake's grid ({where})"
+    except Exception as e:  # noqa: BLE001 - the probe is a guess about model-written code
+        return None, f"probe failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    finally:
+        context.close()
+
+
 def _short(url: str, base: str) -> str:
     return url[len(base):] if url.startswith(base) else url
 
@@ -241,12 +371,15 @@ def check(folder: str | os.PathLike, *, screenshot: str | os.PathLike | None = N
                 again = _aligned(browser, base, None, control)
                 runs = {k: _aligned(browser, base, k, control, screenshot if k == KEYS[0] else None)
                         for k in (KEYS if control.snaps else ())}
+                grows = _growth(browser, base, _names(folder)) if control.snaps else (None, "")
             finally:
                 browser.close()
     finally:
         server.shutdown()
         server.server_close()
-    return _verdict(control, again, runs, time.perf_counter() - start)
+    out = _verdict(control, again, runs, time.perf_counter() - start)
+    out.grows, out.growth = grows
+    return out
 
 
 def _verdict(control: _Run, again: _Run | None, runs: dict[str, _Run | None],
@@ -323,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         print(result.reason)
         for e in result.errors[1:]:
             print(f"  also: {e}")
+        print(f"  grows: {result.growth or 'not probed'}")
         print(f"  board: {result.board}; keys: {result.keys}; animates: {result.animates}; "
               f"dialogs: {result.dialogs}; loaded: {result.loaded}; {result.seconds:.1f} s")
     return 0 if result.ok else 1

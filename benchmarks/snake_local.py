@@ -136,7 +136,8 @@ def one_run(model, seed: int, folder: Path, max_turns: int, check_timeout_s: flo
 def row(i: int, r: Run) -> str:
     files = ", ".join(f"{k} {v}" for k, v in r.files.items()) or "none"
     reason = (r.check.reason if r.check else "not checked").replace("|", "/")
-    return (f"| {i} | {'yes' if r.check and r.check.ok else 'no'} | {r.write_turns} | "
+    grows = {True: "yes", False: "no"}.get(r.check.grows if r.check else None, "?")
+    return (f"| {i} | {'yes' if r.check and r.check.ok else 'no'} | {grows} | {r.write_turns} | "
             f"{'yes' if r.finished else 'no'} | {r.turns} | {r.prompt_tokens}+{r.completion_tokens} | "
             f"{r.seconds:.0f} | {files} | {reason[:160]} |")
 
@@ -161,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"model {model.name}, max_tokens {model.max_tokens}, n_ctx {model.n_ctx}, temperature "
           f"{args.temperature}, max_turns {args.max_turns}; runs in {out}", flush=True)
-    print("| run | ok | write_file turns | Finish | turns | tokens (prompt+completion) | seconds | "
+    print("| run | ok | grows | write_file turns | Finish | turns | tokens (prompt+completion) | seconds | "
           "files (bytes) | checker |")
-    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     runs: list[Run] = []
     began = time.perf_counter()
     for i in range(1, args.runs + 1):
@@ -185,10 +186,13 @@ def main(argv: list[str] | None = None) -> int:
                                     "completion_tokens": r.completion_tokens,
                                     "seconds": round(r.seconds, 1), "files": r.files,
                                     "reason": r.check.reason if r.check else None,
+                                    "grows": r.check.grows if r.check else None,
+                                    "growth": r.check.growth if r.check else None,
                                     "error": r.error}, ensure_ascii=False) + "\n")
     ok = sum(bool(r.check and r.check.ok) for r in runs)
+    grows = sum(bool(r.check and r.check.ok and r.check.grows) for r in runs)
     three = sum(r.three_files and r.write_turns >= 3 and r.finished for r in runs)
-    print(f"\nworks in the browser: {ok}/{len(runs)}; three files in >= 3 write_file turns and "
+    print(f"\nworks in the browser: {ok}/{len(runs)} (and the snake grows on eating: {grows}); three files in >= 3 write_file turns and "
           f"Finish: {three}/{len(runs)}; mean {sum(r.seconds for r in runs) / max(len(runs), 1):.0f} s a run")
     return 0
 

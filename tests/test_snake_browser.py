@@ -53,6 +53,8 @@ def test_a_working_snake_game_passes():
     assert result.keys == {"ArrowUp": True, "ArrowLeft": False, "ArrowDown": True,
                            "ArrowRight": False}
     assert result.reason == "ok: canvas 400x400; ArrowUp, ArrowDown changed the game state"
+    assert result.grows is True, result.growth  # seed 002's "吃到食物会变长"
+    assert result.growth.startswith("grows on eating; the food lies on the snake's grid")
 
 
 def _copy_good(folder: Path) -> Path:
@@ -82,6 +84,22 @@ def test_keys_that_are_never_heard_fail_the_game(tmp_path):
     assert result.errors == [] and result.animates
     assert not any(result.keys.values())
     assert result.reason.startswith("no arrow key changed the game state")
+
+
+def test_a_snake_that_never_gets_longer_is_seen(tmp_path):
+    # keys work, so the issue's judge passes it; the growth probe puts the food in the head's way
+    result = snake_check.check(_broken(tmp_path, "  } else {\n    snake.pop();\n  }",
+                                       "  }\n  snake.pop();"))
+    assert result.ok and result.grows is False
+    assert result.growth == "the head (snake) reached the food (food) and the snake did not grow"
+
+
+def test_food_off_the_snake_s_grid_can_never_be_eaten(tmp_path):
+    # the 1.5B model's own bug: the snake starts at 10 px, food lies on multiples of 20 px
+    result = snake_check.check(_broken(tmp_path, "x: Math.floor(Math.random() * COLS)",
+                                       "x: Math.floor(Math.random() * COLS) + 0.5"))
+    assert result.ok and result.grows is False
+    assert "grows on eating, but the food lies off the snake's grid" in result.growth
 
 
 def test_a_javascript_error_fails_the_game_with_the_error(tmp_path):
@@ -223,4 +241,4 @@ def test_the_benchmark_run_writes_judges_and_counts_a_scripted_game(tmp_path):
         assert (tmp_path / "workspace" / name).read_text(encoding="utf-8") == \
             (GOOD / name).read_text(encoding="utf-8").rstrip("\n")
     assert run.check.ok, run.check.reason
-    assert snake_local.row(1, run).startswith("| 1 | yes | 3 | yes | 4 | ")
+    assert snake_local.row(1, run).startswith("| 1 | yes | yes | 3 | yes | 4 | ")
