@@ -95,9 +95,8 @@ def eval_command(
         chosen = resolve_model(model)  # a bad spec or key fails here, not in every worker
         one = workers == 1 and executor is Executor.local
         ev = Evaluation(suite, agents, chosen if one else model, limit=limit, offset=offset,
-                        workers=workers,
-                        executor=executor.value, out=out, max_turns=max_turns, label=model,
-                        concurrency=concurrency, votes=votes)
+                        workers=workers, executor=executor.value, out=out, max_turns=max_turns,
+                        label=model, concurrency=concurrency, votes=votes)
     except (TaoError, ValueError, ImportError) as e:
         raise _fail(f"error: {e}", 2) from None
     if concurrency > 1 and one_at_a_time(chosen):

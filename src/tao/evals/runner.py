@@ -195,11 +195,12 @@ def _build_model(model: Any) -> Any:
 
 
 class Evaluation:
-    """``agents`` on ``limit`` tasks of ``suite`` after the first ``offset``, ``concurrency`` at once in each of
-    ``workers`` (see the module docstring). ``label`` names the model in ``out/run.json`` (default: the spec, or the model's name)."""
+    """``agents`` on ``limit`` tasks of ``suite`` after the first ``offset``, ``concurrency`` at
+    once in each of ``workers`` (see the module docstring). ``label`` names the model in ``out/run.json`` (default: the spec, or the model's name)."""
 
     def __init__(self, suite: str, agents: Sequence[str], model: str | Callable[[], Any] = "auto", *,
-                 limit: int | None = None, offset: int = 0, workers: int = 1, executor: str = "local",
+                 limit: int | None = None, offset: int = 0, workers: int = 1,
+                 executor: str = "local",
                  out: str | Path | None = None, max_turns: int = 10, label: str | None = None,
                  concurrency: int = 1, votes: int = 1):
         from ..compare import ARCHITECTURE

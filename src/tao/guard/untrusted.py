@@ -8,8 +8,8 @@ fencing, so nothing inside can close the fence and speak as the prompt.
 The system prompt's note describes the fence without the nonce: the header line tao writes above
 each fence names it, and nothing inside can forge a marker, so the note needs no secret. A nonce
 there made every run's prompt differ from its first tokens on - the embedded model's saved
-prompt prefix never matched (a fresh 8 MB cache file and seconds of prompt evaluation each run
-of ``tao code``) and greedy runs were not repeatable.
+prompt prefix never matched (a new cache file and seconds of prompt evaluation each run of
+``tao code``) and greedy runs were not repeatable.
 """
 
 from __future__ import annotations
