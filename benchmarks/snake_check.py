@@ -292,7 +292,8 @@ def _growth(browser, base: str, names: list[str]) -> tuple[bool | None, str]:
         _advance(page, WARMUP_MS, sink)
         found = page.evaluate(FIND, names)
         if not found["snake"] or not found["food"]:
-            return None, "no snake (an array of points) and food (a point) among the script's globals"
+            return None, ("no snake (an array of points) and food (a point) among the script's "
+                          "globals")
         pair = [found["snake"], found["food"]]
 
         def moved(before: dict) -> dict | None:
@@ -334,7 +335,8 @@ def _growth(browser, base: str, names: list[str]) -> tuple[bool | None, str]:
                            f"snake did not grow")
         where = f"food at {food}, head at {head}, steps of {cell:g}"
         if not on_grid(food) or (now["food"] is not None and not on_grid(now["food"])):
-            return False, f"grows on eating, but the food lies off the snake's grid ({where}): it can never eat"
+            return False, (f"grows on eating, but the food lies off the snake's grid ({where}): "
+                           "it can never eat")
         return True, f"grows on eating; the food lies on the snake's grid ({where})"
     except Exception as e:  # noqa: BLE001 - the probe is a guess about model-written code
         return None, f"probe failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"

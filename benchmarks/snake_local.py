@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = sum(bool(r.check and r.check.ok) for r in runs)
     grows = sum(bool(r.check and r.check.ok and r.check.grows) for r in runs)
     three = sum(r.three_files and r.write_turns >= 3 and r.finished for r in runs)
-    print(f"\nworks in the browser: {ok}/{len(runs)} (and the snake grows on eating: {grows}); three files in >= 3 write_file turns and "
+    print(f"\nworks in the browser: {ok}/{len(runs)} (and the snake grows on eating: {grows}); "
+          f"three files in >= 3 write_file turns and "
           f"Finish: {three}/{len(runs)}; mean {sum(r.seconds for r in runs) / max(len(runs), 1):.0f} s a run")
     return 0
 
