@@ -11,6 +11,7 @@ import pytest
 from eval_scripts import ANSWERS, calculator_model, expected_solved, right_on_even_length
 
 from tao import ScriptedModel
+from tao.messages import Message
 from tao.errors import LocalModelError
 from tao.evals.report import markdown, summarize, svg, write
 from tao.evals.runner import EvalAborted, Evaluation
@@ -82,6 +83,25 @@ def test_an_interrupted_run_resumes_with_the_same_out(tmp_path, one_process):
     assert len((out / "results.jsonl").read_text("utf-8").splitlines()) == 20
     meta = json.loads((out / "run.json").read_text("utf-8"))
     assert meta["suite"].endswith("calculator.jsonl") and meta["model"] == "scripted"
+
+
+def test_each_task_s_messages_are_kept_in_transcripts_beside_the_records(tmp_path):
+    out = tmp_path / "run"
+    records = list(Evaluation("calculator", ["react-text"], calculator_model, limit=4, out=out,
+                              workers=2).run())
+    assert records and all("messages" not in r for r in records)  # results.jsonl stays lean
+    assert "messages" not in (out / "results.jsonl").read_text("utf-8")
+    lines = [json.loads(x) for x in (out / "transcripts.jsonl").read_text("utf-8").splitlines()]
+    assert sorted(x["task_id"] for x in lines) == sorted(r["task_id"] for r in records)
+    wrong = next(x for x in lines if not x["correct"])  # a miss can be read, not only counted
+    messages = [Message.from_dict(m) for m in wrong["messages"]]
+    replies = [m.content for m in messages if m.role == "assistant"]
+    assert replies == [right_on_even_length(messages)]  # the wrong answer the model gave
+    with open(out / "transcripts.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"task_id": "calc-9')  # a crash mid-write: the next line must stand alone
+    list(Evaluation("calculator", ["react-text"], calculator_model, limit=5, out=out).run())
+    lines = [json.loads(x) for x in (out / "transcripts.jsonl").read_text("utf-8").splitlines()]
+    assert len(lines) == 5
 
 
 def test_a_resume_cannot_mix_suites_or_models_or_read_a_broken_record(tmp_path):

@@ -76,8 +76,9 @@ def eval_command(
         "--executor", help="local: this machine's processes; ray: Ray actors (RAY_ADDRESS joins "
         "a cluster).")] = Executor.local,
     out: Annotated[Path | None, typer.Option(
-        "--out", file_okay=False, help="Write results.jsonl, report.md and scores.svg here; the "
-        "same --out again resumes, skipping finished tasks.")] = None,
+        "--out", file_okay=False, help="Write results.jsonl, transcripts.jsonl (each task's "
+        "messages), report.md and scores.svg here; the same --out again resumes, skipping "
+        "finished tasks.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print only the summary as JSON.")] = False,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget per task "
                                            "(BFCL: always 1, one response).")] = 10,

@@ -103,7 +103,8 @@ def markdown(rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]],
                   for row in rows]
     lines += ["", "Score: tasks solved. Parse failures: replies that needed a corrective "
               "observation, over all replies. Turns, tool calls (CodeAct: code blocks run), "
-              "tokens and seconds: means per task.", "", "## Not solved", ""]
+              "tokens and seconds: means per task.", "", "## Not solved", "",
+              "What the model wrote for each: transcripts.jsonl (a line per task).", ""]
     failed = [r for r in records if not r["correct"]]
     for r in failed[:200]:
         why = (r.get("detail") or r.get("error") or r["status"]).replace("|", "\\|").replace("\n", " ")

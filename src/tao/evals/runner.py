@@ -20,7 +20,8 @@ process), or a picklable callable returning a ``Model`` (tests pass a function t
 ``ScriptedModel``).
 
 With ``out``, each record is appended to ``out/results.jsonl`` as its task finishes, by this
-process alone (worker processes send their records back); a new ``Evaluation`` on the same
+process alone (worker processes send their records back), and the run's messages to
+``out/transcripts.jsonl`` - a failed task can be read afterwards, not only counted; a new ``Evaluation`` on the same
 ``out`` skips the pairs found there (a line cut off by a crash is dropped and its task runs
 again). A Ctrl-C keeps every record that finished; tasks in flight are cancelled and run again
 on resume. ``out/run.json`` names the suite and model so a resume cannot mix two runs. A user's
@@ -117,7 +118,9 @@ async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
             "detail": score.detail, "status": result.status, "error": result.error,
             "turns": result.turns, "parse_failures": parse_failures(events),
             "tool_calls": result.tool_calls, "prompt_tokens": result.usage.prompt_tokens,
-            "completion_tokens": result.usage.completion_tokens, "seconds": round(seconds, 4)}
+            "completion_tokens": result.usage.completion_tokens, "seconds": round(seconds, 4),
+            # what the model read and wrote: ``Store`` files it apart (``transcripts.jsonl``)
+            "messages": [m.to_dict() for m in result.messages]}
 
 
 def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 10,

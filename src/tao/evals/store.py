@@ -14,9 +14,10 @@ class Store:
     """Records by (agent, task id); in memory only when ``out`` is None.
 
     ``out/run.json`` holds the suite, model and votes of the run (a resume with another suite,
-    model or --votes is refused rather than mixed in) and when and where it started; ``out/results.jsonl`` one
-    record a line. A last line without its newline was cut off mid-write: it is dropped and its
-    task runs again. Any other line that is not a record is an error naming the line."""
+    model or --votes is refused rather than mixed in) and when and where it started;
+    ``out/results.jsonl`` one record a line; ``out/transcripts.jsonl`` each task's messages, a
+    line each. A last line without its newline was cut off mid-write: it is dropped (and the
+    record's task runs again). Any other line that is not a record is an error naming the line."""
 
     def __init__(self, out: str | Path | None, meta: dict[str, Any]):
         self._records: dict[tuple[str, str], dict[str, Any]] = {}
@@ -32,6 +33,7 @@ class Store:
         self.path = out / "results.jsonl"
         if self.path.exists():
             self._load(self.path)
+        _drop_cut_line(out / "transcripts.jsonl")
 
     @staticmethod
     def _check_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -56,11 +58,8 @@ class Store:
                         encoding="utf-8")
 
     def _load(self, path: Path) -> None:
+        _drop_cut_line(path)
         data = path.read_bytes()
-        if data and not data.endswith(b"\n"):  # cut off by a crash: drop the partial line
-            data = data[: data.rfind(b"\n") + 1]
-            with open(path, "r+b") as f:
-                f.truncate(len(data))
         for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -83,7 +82,32 @@ class Store:
         return self._records[key]
 
     def add(self, record: dict[str, Any]) -> None:
+        """Keep ``record``; its ``messages`` (the run's conversation) go to
+        ``transcripts.jsonl`` beside it, first, so a record never lacks its transcript (a
+        task cut off between the two writes runs again on resume and is transcribed twice:
+        the last line for a task is its transcript)."""
+        messages = record.pop("messages", None)
         self._records[(record["agent"], record["task_id"])] = record
-        if self.path is not None:
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if self.path is None:
+            return
+        if messages is not None:
+            line = {"task_id": record["task_id"], "agent": record["agent"],
+                    "correct": record["correct"], "messages": messages}
+            with open(self.path.parent / "transcripts.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _drop_cut_line(path: Path) -> None:
+    """Cut a last line a crash left without its newline, so the next line appended stands alone."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return
+    except OSError:  # missing or empty
+        return
+    data = path.read_bytes()
+    with open(path, "r+b") as f:
+        f.truncate(data.rfind(b"\n") + 1)
