@@ -11,10 +11,10 @@ import pytest
 from eval_scripts import ANSWERS, calculator_model, expected_solved, right_on_even_length
 
 from tao import ScriptedModel
-from tao.messages import Message
 from tao.errors import LocalModelError
 from tao.evals.report import markdown, summarize, svg, write
 from tao.evals.runner import EvalAborted, Evaluation
+from tao.messages import Message
 
 AGENTS = ["react", "react-text"]
 

@@ -21,9 +21,9 @@ process), or a picklable callable returning a ``Model`` (tests pass a function t
 
 With ``out``, each record is appended to ``out/results.jsonl`` as its task finishes, by this
 process alone (worker processes send their records back), and the run's messages to
-``out/transcripts.jsonl`` - a failed task can be read afterwards, not only counted; a new ``Evaluation`` on the same
-``out`` skips the pairs found there (a line cut off by a crash is dropped and its task runs
-again). A Ctrl-C keeps every record that finished; tasks in flight are cancelled and run again
+``out/transcripts.jsonl`` - a failed task can be read afterwards, not only counted; a new
+``Evaluation`` on the same ``out`` skips the pairs found there (a line cut off by a crash is
+dropped and its task runs again). A Ctrl-C keeps every record that finished; tasks in flight are cancelled and run again
 on resume. ``out/run.json`` names the suite and model so a resume cannot mix two runs. A user's
 mistake - a model that cannot load, no sandbox - stops the run (``EvalAborted``) without
 recording the task, instead of scoring every task a failure.
