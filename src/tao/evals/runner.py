@@ -23,11 +23,10 @@ With ``out``, each record is appended to ``out/results.jsonl`` as its task finis
 process alone (worker processes send their records back), and the run's messages to
 ``out/transcripts.jsonl`` - a failed task can be read afterwards, not only counted; a new
 ``Evaluation`` on the same ``out`` skips the pairs found there (a line cut off by a crash is
-dropped and its task runs again). A Ctrl-C keeps every record that finished; tasks in flight are cancelled and run again
-on resume. ``out/run.json`` names the suite and model so a resume cannot mix two runs. A user's
-mistake - a model that cannot load, no sandbox - stops the run (``EvalAborted``) without
-recording the task, instead of scoring every task a failure.
-"""
+dropped and its task runs again). A Ctrl-C keeps every record that finished; tasks in flight are
+cancelled and run again on resume. ``out/run.json`` names the suite and model so a resume cannot
+mix two runs. A user's mistake - a model that cannot load, no sandbox - stops the run
+(``EvalAborted``) without recording the task, instead of scoring every task a failure."""
 
 from __future__ import annotations
 
