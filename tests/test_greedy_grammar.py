@@ -28,7 +28,8 @@ def _chat(text: str) -> str:
 def test_greedy_first_decodes_the_same_tokens_as_the_sampler_chain():
     from llama_cpp import Llama
 
-    from tao.models.local import LocalModel, _grammar
+    from tao.models.llama_engine import _grammar
+    from tao.models.local import LocalModel
 
     llm = LocalModel().llm
     fast = llm._init_sampler
@@ -58,7 +59,8 @@ def test_sampling_with_a_temperature_draws_what_the_grammar_allows_and_repeats_b
     import json
 
     from tao.models.greedy_grammar import GrammarLastSampler
-    from tao.models.local import LocalModel, _grammar, _read_action
+    from tao.models.llama_engine import _grammar
+    from tao.models.local import LocalModel, _read_action
 
     llm = LocalModel("qwen2.5-coder-0.5b").llm  # the same code path, 3x faster than the default
     gram = _grammar(grammars.action_grammar([calculator.spec, calculate.spec]))
@@ -82,7 +84,8 @@ def test_sampling_with_a_temperature_draws_what_the_grammar_allows_and_repeats_b
 
 
 def test_penalties_keep_llama_cpps_chain():
-    from tao.models.local import LocalModel, _grammar
+    from tao.models.llama_engine import _grammar
+    from tao.models.local import LocalModel
 
     llm = LocalModel().llm
     llm.tao_grammar_sampler = None

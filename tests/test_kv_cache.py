@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from tao.models import kv_cache, local
+from tao.models import kv_cache, llama_engine as local
 from tao.models.kv_cache import PrefixCache
 
 PREFIX = list(range(100, 160))  # stands in for system prompt + tools + worked example

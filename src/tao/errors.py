@@ -24,3 +24,9 @@ class ScriptExhausted(ModelError):
 
 class LocalModelError(TaoError):
     """The embedded model cannot be assembled or loaded (missing packages, checksum mismatch)."""
+
+
+class ModelCrashed(ModelError):
+    """The process that runs the embedded model died while answering (a fault in llama.cpp's
+    native code, or killed). The run that was waiting ends with this; the next call starts a
+    new process, so a server or an evaluation goes on."""

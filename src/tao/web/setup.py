@@ -190,7 +190,7 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
     tools, wants_ws, specs = _tools(req.tools)
     built = Built(None, getattr(model, "name", req.model.name), secrets)
     if req.model.name in LOCAL:
-        built.warm = lambda: model.llm
+        built.warm = model.warm
     guard: dict[str, Any] = {"approve": approver, "journal": journal}
     if audit is not None:  # as tao run does: every tool call, approval, run start and end
         guard["audit"] = audit  # the key is never in a record: masked where it comes in
