@@ -35,9 +35,9 @@ sys.argv = ["tao", *sys.argv[1:]]
 try:
     main()
 finally:
-    from tao.models import local
+    from tao.models import local_process  # the model's worker: its llama.cpp counters
     with open(os.environ["TAO_BENCH_STATS"], "w") as f:
-        json.dump([local._stats(llm) for llm in local._LOADED.values()], f)
+        json.dump([w.call("stats") for w in local_process._WORKERS.values() if w.proc], f)
 """
 
 

@@ -109,7 +109,7 @@ def one_run(model, seed: int, folder: Path, max_turns: int, check_timeout_s: flo
 
     run = Run(seed)
     if getattr(model, "temperature", 0) > 0:  # a LocalModel sampling: this run's own draw
-        model.llm.set_seed(seed)
+        model.set_seed(seed)
     ws = Workspace(folder, language=detect_language(TASK), check_pages=True)  # as tao code's
     agent = build_coder(model, ws, max_turns)
     log_path = folder.parent / f"{folder.name}.log"

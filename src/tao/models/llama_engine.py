@@ -288,4 +288,6 @@ def handle(llm: Any, op: str, req: dict[str, Any], emit: Callable[[str], None],
         return count(llm, req["text"], bool(req.get("special")))
     if op == "stats":
         return stats(llm)
+    if op == "seed":
+        return llm.set_seed(int(req["seed"]))
     raise ValueError(f"unknown request {op!r}")

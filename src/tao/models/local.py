@@ -112,6 +112,10 @@ class LocalModel(Model):
         weights lie in memory (``llama_cpu``). For benchmarks and the run's header."""
         return self.engine().call("stats")
 
+    def set_seed(self, seed: int) -> None:
+        """The sampler's seed from here on, where the model samples (``temperature`` > 0)."""
+        self.engine().call("seed", {"seed": seed})
+
     def count_tokens(self, text: str, special: bool = False) -> int:
         """Tokens of ``text`` in this model's vocabulary."""
         return self.engine().call("count", {"text": text, "special": special})

@@ -109,10 +109,8 @@ class ModelProcess:
 
     # -- the process ---------------------------------------------------------------------
     def _start(self) -> None:
-        import tao
-
         env = dict(os.environ)
-        root = str(Path(tao.__file__).resolve().parent.parent)  # tao as this process has it
+        root = str(Path(__file__).resolve().parents[2])  # the tao this process runs, for the child
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self._tail.clear()
         self.proc = subprocess.Popen(
