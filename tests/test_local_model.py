@@ -48,6 +48,20 @@ def test_parts_are_assembled_in_order_verified_and_cached(fake_model, tmp_path):
     assert ensure_gguf("fake") == path and path.stat().st_mtime_ns == mtime  # not rebuilt
 
 
+def test_the_first_run_says_what_it_is_doing_while_it_assembles_and_verifies(fake_model, capsys):
+    """Not a terminal here: a line before and one after (on a terminal, a rich progress bar)."""
+    path = ensure_gguf("fake")
+    err = capsys.readouterr().err
+    assert "tao: assembling fake.gguf from 2 packages and checking its SHA-256" in err
+    assert "done in" in err
+    marker = path.with_name(path.name + ".verified.json")
+    marker.unlink()  # a later process that cannot trust the marker hashes the file again
+    ensure_gguf("fake")
+    assert "tao: verifying fake.gguf" in capsys.readouterr().err
+    ensure_gguf("fake")  # verified and marked: silent
+    assert capsys.readouterr().err == ""
+
+
 def test_checksum_mismatch_is_refused_with_a_clear_message(fake_model, monkeypatch):
     info, _ = fake_model
     monkeypatch.setitem(gguf_store.KNOWN, "fake", GGUFInfo(
