@@ -128,7 +128,7 @@ def worker_cost(name: str, rounds: int) -> None:
             ready[mode].append(r["ready_s"])
             found[mode] += r["runs"][1:]  # the first run of a process fills the prefix cache
     print("\n| where the weights run | model ready (s) | run (s) | tokens streamed | "
-          "s per run per token |")
+          "run time / tokens |")
     print("|---|---|---|---|---|")
     for mode, runs in found.items():
         med = statistics.median(r["run_s"] for r in runs)
@@ -144,6 +144,7 @@ def main() -> None:
     ap.add_argument("--model", default="local", choices=["local", "local-1.5b", "local-0.5b"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--processes", type=int, default=3, help="fresh processes per layout")
+    ap.add_argument("--part", choices=["layouts", "worker", "both"], default="both")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     name = {"local": "qwen2.5-coder-1.5b", "local-1.5b": "qwen2.5-coder-1.5b",
@@ -151,8 +152,10 @@ def main() -> None:
     if args.one:
         print(json.dumps(one(args.one, name, args.rounds)))
         return
-    layouts(args.model, args.rounds, args.processes)
-    worker_cost(args.model, args.rounds)
+    if args.part in ("layouts", "both"):
+        layouts(args.model, args.rounds, args.processes)
+    if args.part in ("worker", "both"):
+        worker_cost(args.model, args.rounds)
 
 
 if __name__ == "__main__":
