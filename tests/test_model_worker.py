@@ -207,10 +207,7 @@ def test_tao_serve_ends_the_hit_run_with_its_cause_and_serves_the_next(tmp_path,
         one.get("/"), other.get("/")
         run_id = start(one, model={"name": "local-0.5b"}, task=XIAOMING)
         assert sse(one, run_id, until="token")  # the model is answering
-        from tao.models import local_process
-
-        (worker,) = local_process._WORKERS.values()
-        os.kill(worker.pid, signal.SIGSEGV)
+        os.kill(small.engine().pid, signal.SIGSEGV)  # the server's: one worker per model file
         *events, end = sse(one, run_id)
         assert end["data"] == {"status": "error"}
         finished = events[-1]["data"]["result"]

@@ -75,6 +75,29 @@ def test_an_endpoint_that_refuses_json_schema_is_asked_with_json_object_then_not
     assert len(notes) == 2 and "refused response_format=json_schema; asking with json_object" in notes[0]
 
 
+@pytest.mark.parametrize("status, message", [
+    (500, "1 validation error: response_format.type: Input should be 'text' or 'json_object'"),
+    (422, "response_format: json_schema is not supported"),
+    (400, "This response_format type is unavailable now")])
+def test_a_refused_format_is_read_from_the_message_not_the_status(server, status, message):
+    """llama-cpp-python's own server answers a json_schema response_format with a 500, other
+    servers with 422: neither is a transient failure to retry five times."""
+    server.push(HTTPError(status, message), Reply(PLAN))
+    result = PlanExecuteAgent(model(server), [calculator]).run(TASK)
+
+    assert result.status == "done" and result.answer == "He has 4 yuan left."
+    assert [b.get("response_format", {}).get("type") for b in server.bodies] == [
+        "json_schema", "json_object"]
+
+
+def test_a_server_error_that_is_not_about_the_format_is_still_retried(server):
+    server.push(HTTPError(500, "upstream overloaded"), Reply(PLAN))
+    result = PlanExecuteAgent(model(server), [calculator]).run(TASK)
+    assert result.status == "done"
+    assert [b.get("response_format", {}).get("type") for b in server.bodies] == [
+        "json_schema", "json_schema"]
+
+
 def test_a_bad_key_is_not_mistaken_for_a_refused_format(server):
     server.push(HTTPError(401, "bad key"))
     result = PlanExecuteAgent(model(server), [calculator]).run(TASK)

@@ -225,6 +225,7 @@ class OpenAIModel(Model):
             except Exception as e:  # noqa: BLE001 - classified below; unknown ones re-raised
                 if self._drop_stream_options(e, params):
                     continue  # the server does not know stream_options: ask again without it
+                self._refused_format(e, params)  # a refusal, whatever status carries it
                 failure = self._classify(e, turn)  # raises what retrying cannot fix
                 if failure is None:
                     raise
@@ -256,6 +257,22 @@ class OpenAIModel(Model):
             del params["stream_options"]
             return True
         return False
+
+    def _refused_format(self, e: Exception, params: dict[str, Any]) -> None:
+        """A server that cannot take the request's ``response_format`` says so in its message,
+        whatever status it picks: DeepSeek 400 "This response_format type is unavailable now",
+        llama-cpp-python's server 500 with a validation error on ``response_format.type``,
+        others 422. Retrying cannot change it, so it is the refusal a 400 is (the planner then
+        asks with ``json_object``, then without)."""
+        import openai
+
+        if not (isinstance(e, openai.APIStatusError) and params.get("response_format")
+                and e.status_code in (400, 415, 422, 500, 501)):
+            return
+        message = _server_message(e)
+        if "response_format" in message or "json_schema" in message:
+            raise ModelConfigError(f"{self.base_url} (model {self.name!r}) rejected the request "
+                                   f"({e.status_code}): {message}") from None
 
     def _classify(self, e: Exception, turn: _Turn) -> tuple[str, float | None] | None:
         """``(reason, Retry-After delay or None)`` for a retryable failure; raises
