@@ -26,19 +26,17 @@ PLAIN_BUILD = "CPU : SSE3 = 1 | AVX512 = 1 | REPACK = 1 | "
 
 def test_amx_is_kept_out_only_where_the_cpu_and_the_build_both_have_it():
     amx_cpu = {"avx512f", "amx_tile", "amx_int8", "amx_bf16"}
-    worker = dict(worker=True, can_filter=True, env={})
+    worker = dict(amx_denied=True, env={})  # the worker, its filter loaded
     assert llama_cpu.choose(amx_cpu, PLAIN_BUILD, **worker) == llama_cpu.Layout()
     assert llama_cpu.choose({"avx512f"}, AMX_BUILD, **worker) == llama_cpu.Layout()
     kept_out = llama_cpu.choose(amx_cpu, AMX_BUILD, **worker)
-    assert (kept_out.extra_bufts, kept_out.deny_amx) == (True, True)  # CPU_REPACK stays
-    # in the caller's own process no filter is loaded: the extra buffer types go instead
-    here = llama_cpu.choose(amx_cpu, AMX_BUILD, worker=False, can_filter=True, env={})
-    assert (here.extra_bufts, here.deny_amx) == (False, False)
-    # where the kernel refuses the filter, the same
-    assert not llama_cpu.choose(amx_cpu, AMX_BUILD, worker=True, can_filter=False,
-                                env={}).extra_bufts
+    assert kept_out.extra_bufts and "CPU_REPACK kept" in kept_out.reason
+    # in the caller's own process no filter is loaded (nor where the kernel refuses it): the
+    # extra buffer types go instead
+    here = llama_cpu.choose(amx_cpu, AMX_BUILD, amx_denied=False, env={})
+    assert not here.extra_bufts and "extra buffer types off" in here.reason
     # a build whose AMX kernels work can be let through
-    assert llama_cpu.choose(amx_cpu, AMX_BUILD, **{**worker, "env": {"TAO_LLAMA_AMX": "1"}}) \
+    assert llama_cpu.choose(amx_cpu, AMX_BUILD, amx_denied=False, env={"TAO_LLAMA_AMX": "1"}) \
         == llama_cpu.Layout(reason="AMX on (TAO_LLAMA_AMX=1)")
 
 
@@ -140,6 +138,37 @@ def test_a_crash_in_the_model_ends_that_run_with_its_cause_and_the_next_run_work
     assert after.status == "done" and small.engine().pid != killed[0]
 
 
+@pytest.mark.local_model
+def test_tokens_are_counted_while_another_run_s_reply_decodes(small):
+    """``tao serve`` fits each run's call to the context by counting tokens on its event loop:
+    that count must not wait for a reply another run is decoding (the worker answers counts
+    at once; replies are routed to their callers by id)."""
+    import threading
+
+    from tao.messages import Message
+
+    started, finished = threading.Event(), threading.Event()
+
+    def long_reply():
+        import asyncio
+
+        async def go():
+            async for chunk in small.stream([Message.user("Count from 1 to 200, comma separated.")],
+                                            max_tokens=200):
+                started.set()
+        asyncio.run(go())
+        finished.set()
+
+    thread = threading.Thread(target=long_reply)
+    thread.start()
+    assert started.wait(120)
+    assert small.count_tokens("小明有 50 元") > 0
+    assert small.render([Message.user("hi")]).endswith("<|im_start|>assistant\n")
+    answered_during = not finished.is_set()
+    thread.join()
+    assert answered_during
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -151,7 +180,8 @@ def _children(pid: int) -> list[int]:
 
 
 def _kill_worker_of(proc: subprocess.Popen, timeout: float = 120) -> int:
-    """SIGSEGV to ``proc``'s model worker as soon as it exists."""
+    """SIGSEGV to ``proc``'s model worker as soon as it exists: inside the first model call,
+    which waits for the worker's weights (a later moment could fall after the first task)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         for child in _children(proc.pid):
@@ -160,7 +190,6 @@ def _kill_worker_of(proc: subprocess.Popen, timeout: float = 120) -> int:
             except OSError:
                 continue
             if b"tao.models.local_worker" in cmdline:
-                time.sleep(1.0)  # loading or answering: either way inside the first call
                 os.kill(child, signal.SIGSEGV)
                 return child
         time.sleep(0.05)

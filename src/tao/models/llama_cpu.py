@@ -40,11 +40,9 @@ _AUDIT_ARCH_X86_64 = 0xC000003E
 @dataclass(frozen=True)
 class Layout:
     """How the weights are to be laid out: ``extra_bufts`` is llama.cpp's ``use_extra_bufts``;
-    ``deny_amx`` asks the worker to refuse the AMX permission first; ``reason`` is said in the
-    run's header and in ``LocalModel.stats()``."""
+    ``reason`` is said in ``LocalModel.stats()``."""
 
     extra_bufts: bool = True
-    deny_amx: bool = False
     reason: str = "llama.cpp's default"
 
 
@@ -73,15 +71,17 @@ def amx_allowed(env: dict[str, str] | None = None) -> bool:
     return env.get("TAO_LLAMA_AMX", "").strip().lower() in ("1", "on", "true", "yes")
 
 
-def choose(flags: set[str], system_info: str, *, worker: bool, can_filter: bool,
+def choose(flags: set[str], system_info: str, *, amx_denied: bool,
            env: dict[str, str] | None = None) -> Layout:
-    """The layout for a CPU with ``flags`` and a build that reports ``system_info``."""
+    """The layout for a CPU with ``flags`` and a build that reports ``system_info``;
+    ``amx_denied``: this process already refuses itself the AMX permission (the worker's
+    filter, loaded on the CPU's flags alone: harmless where the build has no AMX)."""
     if not ("amx_int8" in flags and build_has_amx(system_info)):
         return Layout()
     if amx_allowed(env):
         return Layout(reason="AMX on (TAO_LLAMA_AMX=1)")
-    if worker and can_filter:
-        return Layout(deny_amx=True, reason="AMX off, CPU_REPACK kept (llama.cpp#20824)")
+    if amx_denied:
+        return Layout(reason="AMX off, CPU_REPACK kept (llama.cpp#20824)")
     return Layout(extra_bufts=False, reason="extra buffer types off (llama.cpp#20824)")
 
 

@@ -55,8 +55,7 @@ def load(path: str, n_ctx: int, n_threads: int, *, amx_denied: bool = False) -> 
             except ImportError as e:  # pragma: no cover - a dependency of tao-agents
                 raise LocalModelError("llama-cpp-python is not installed: pip install tao-agents") from e
             info = llama_cpp.llama_print_system_info().decode(errors="replace")
-            layout = llama_cpu.choose(llama_cpu.cpu_flags(), info, worker=amx_denied,
-                                      can_filter=amx_denied)
+            layout = llama_cpu.choose(llama_cpu.cpu_flags(), info, amx_denied=amx_denied)
             start = time.perf_counter()
             with llama_cpu.model_params(layout):
                 llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False,

@@ -9,7 +9,8 @@ Before llama.cpp starts, a CPU with AMX gets the seccomp filter of ``llama_cpu``
 CPU_REPACK kept). Then the weights load and one line says so.
 
 Protocol, one JSON object a line. In, on stdin: ``{"id", "op", ...}`` with op ``generate``,
-``render``, ``count``, ``stats`` or ``cancel``. Out, on the stdout the process was started
+``render``, ``count``, ``stats``, ``seed`` or ``cancel``; ``count`` and ``render`` are answered at
+once, the others one after another. Out, on the stdout the process was started
 with: first ``{"ready": {...}}`` (or ``{"fatal": "..."}``), then for each request its text
 pieces ``{"id", "text"}`` and one ``{"id", "ok": value}`` or ``{"id", "error", "type"}``.
 File descriptor 1 itself is pointed at stderr, so native code that prints cannot corrupt the
@@ -25,6 +26,10 @@ import queue
 import sys
 import threading
 from typing import Any
+
+#: answered as they come, beside a generation: they read the vocabulary and the chat template,
+#: never the context (``tao serve`` counts a run's tokens while another run's reply decodes)
+AT_ONCE = ("count", "render")
 
 
 def main(argv: list[str]) -> int:
@@ -64,12 +69,13 @@ def main(argv: list[str]) -> int:
                 continue
             if req.get("op") == "cancel":
                 cancelled.add(req.get("id"))
+            elif req.get("op") in AT_ONCE:  # the vocabulary only: no need to wait for a reply
+                answer(req)
             else:
                 requests.put(req)
         requests.put(None)
 
-    threading.Thread(target=read, name="tao-worker-stdin", daemon=True).start()
-    while (req := requests.get()) is not None:
+    def answer(req: dict[str, Any]) -> None:
         rid = req.get("id")
         try:
             value = llama_engine.handle(llm, req.get("op", ""), req,
@@ -79,6 +85,10 @@ def main(argv: list[str]) -> int:
         except Exception as e:  # noqa: BLE001 - the request's error, the worker goes on
             send({"id": rid, "error": str(e), "type": type(e).__name__})
         cancelled.discard(rid)
+
+    threading.Thread(target=read, name="tao-worker-stdin", daemon=True).start()
+    while (req := requests.get()) is not None:
+        answer(req)
     return 0
 
 
