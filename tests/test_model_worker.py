@@ -244,6 +244,9 @@ def test_tao_serve_ends_the_hit_run_with_its_cause_and_serves_the_next(tmp_path,
         # another session's run, on the same server, after the crash
         again = start(other, model={"name": "local-0.5b"}, task=XIAOMING)
         assert sse(other, again)[-1]["data"] == {"status": "done"}
+        # and the hit run goes on from its journal, on a new worker
+        assert one.post(f"/api/runs/{run_id}/resume").status_code == 201
+        assert sse(one, run_id)[-1]["data"] == {"status": "done"}
 
 
 def test_a_model_file_that_cannot_load_is_said_as_such_not_as_a_crash():

@@ -251,3 +251,22 @@ def test_a_real_embedded_model_run_is_watched_to_its_end(workbench):
     kinds = chain(page)
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert page.inner_text("[data-stat=turns]") in ("1", "2", "3")
+
+
+def test_a_run_ended_by_a_model_crash_is_resumed_from_the_page(workbench):
+    from web_helpers import Crashy
+
+    crashy = Crashy()
+    _, page = workbench(models={"crashy": crashy})
+    fill_run(page, agent="react", model="crashy", task="15 加 27 等于几？", tools=("calculators",))
+    page.click("#run-button")
+    assert finished(page) == "error"
+    assert "ModelCrashed" in page.inner_text("#run") and "SIGSEGV" in page.inner_text("#run")
+    assert page.is_visible("#resume-button") and page.is_hidden("#cancel-button")
+    screenshot(page, "resume_after_crash")
+    page.click("#resume-button")
+    page.wait_for_function("document.querySelector('#run-status').dataset.status === 'done'",
+                           timeout=15000)
+    assert page.inner_text("#run [data-kind=final_answer] .ev-text") == "答案是 42。"
+    assert page.is_hidden("#resume-button")
+    assert crashy.calls == ["ask", "answer"]  # the first reply came from the journal

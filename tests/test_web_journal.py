@@ -18,7 +18,7 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")
 pytest.importorskip("sse_starlette")
 
-from web_helpers import MODELS, Served, free_port, sse, start  # noqa: E402
+from web_helpers import MODELS, Crashy, Served, free_port, sse, start  # noqa: E402
 
 from tao.runs.journal import Journal  # noqa: E402
 from tao.web import create_app  # noqa: E402
@@ -150,3 +150,31 @@ def test_a_server_stopped_with_sigterm_ends_open_streams_cleanly_and_cancels_run
     assert got and got[0][-1]["event"] == "approval_requested"  # no "end": the run is not over
     assert "ASGI callable returned without completing response" not in proc.stderr.read()
     assert Journal(tmp_path / "runs.db").find(run_id)["status"] == "cancelled"
+
+
+def test_a_run_ended_by_a_model_crash_is_resumed_from_its_journal(tmp_path: Path) -> None:
+    crashy = Crashy()
+    app = create_app(journal=tmp_path / "runs.db", models={**MODELS, "crashy": crashy},
+                     workspace_root=tmp_path / "ws")
+    with Served(app) as s, s.client() as c, s.client() as stranger:
+        run_id = start(c, model={"name": "crashy"}, task="15 加 27 等于几？")
+        *_, end = sse(c, run_id)
+        assert end["data"] == {"status": "error"}
+        assert crashy.calls == ["ask"]
+        assert Journal(tmp_path / "runs.db").find(run_id)["status"] == "error"
+
+        stranger.get("/")
+        assert stranger.post(f"/api/runs/{run_id}/resume").status_code == 404  # not theirs
+        r = c.post(f"/api/runs/{run_id}/resume")
+        assert r.status_code == 201 and r.json() == {"run_id": run_id}
+        events = sse(c, run_id)
+        assert events[-1]["data"] == {"status": "done"}
+        result = events[-2]["data"]["result"]
+        assert result["answer"] == "答案是 42。" and result["tool_calls"] == 1
+        # the first reply and the tool's result came from the journal: asked once, answered once
+        assert crashy.calls == ["ask", "answer"]
+        assert [m["event"] for m in events].count("observation") == 1
+        assert Journal(tmp_path / "runs.db").find(run_id)["status"] == "done"
+
+        again = c.post(f"/api/runs/{run_id}/resume")  # done: nothing to continue
+        assert again.status_code == 409 and "cannot be resumed" in again.json()["detail"], again.text

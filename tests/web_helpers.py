@@ -137,3 +137,39 @@ def writer_script() -> Model:
 
 MODELS["echo"] = echo_script
 MODELS["writer"] = writer_script
+
+
+class Crashy:
+    """A factory of models that fail as the embedded one does when its process dies: the first
+    time one is asked after the tool's result, it raises ``ModelCrashed``; asked again (a new
+    process), it answers. ``calls`` says what was asked live, so a test sees what a resumed run
+    took from the journal instead."""
+
+    def __init__(self) -> None:
+        self.crashed = False
+        self.calls: list[str] = []
+
+    def __call__(self) -> Model:
+        from tao.errors import ModelCrashed
+        from tao.messages import Message, ToolCall, Usage
+        from tao.models.base import ModelResponse
+
+        outer = self
+
+        class CrashyModel(Model):
+            name = "crashy"
+
+            async def stream(self, messages: Any, **kwargs: Any):
+                if not any(m.role == "tool" for m in messages):
+                    outer.calls.append("ask")
+                    yield ModelResponse(Message.assistant("", [ToolCall(
+                        "c1", "calculator", {"operation": "add", "a": 15, "b": 27})]), Usage(3, 2))
+                    return
+                if not outer.crashed:
+                    outer.crashed = True
+                    raise ModelCrashed("the embedded model's process (pid 1) died while "
+                                       "answering: SIGSEGV, a segmentation fault")
+                outer.calls.append("answer")
+                yield "答案是 42。"
+                yield ModelResponse(Message.assistant("答案是 42。"), Usage(5, 4))
+        return CrashyModel()

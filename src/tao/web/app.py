@@ -10,6 +10,7 @@ Routes (the contract the page is written against; see the module docs of ``sessi
     GET  /api/runs                  this session's runs, live, finished and journaled
     GET  /api/runs/{id}/events      SSE: id = seq, event = type, data = the event's JSON; Last-Event-ID
     GET  /api/runs/{id}/replay      {"events": [...]}
+    POST /api/runs/{id}/resume      continue a run that ended in an error, from its journal
     POST /api/runs/{id}/cancel      202
     POST /api/runs/{id}/approvals   answer a gated call
     GET  /api/runs/{id}/files[/{path}]   a coding run's workspace
@@ -60,6 +61,12 @@ def unkeyed(secrets: tuple[str, ...], value: Any) -> Any:
     if isinstance(value, list):
         return [unkeyed(secrets, v) for v in value]
     return value
+
+
+class ResumeRequest(BaseModel):
+    """``POST /api/runs/{id}/resume``'s optional body: an endpoint's key, never journaled."""
+
+    api_key: str | None = None
 
 
 class ApprovalAnswer(BaseModel):
@@ -211,6 +218,18 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     @app.get("/api/runs/{run_id}/replay")
     async def replay(request: Request, run_id: str) -> dict[str, Any]:
         return {"events": owned(request, run_id).events()}
+
+    @app.post("/api/runs/{run_id}/resume", status_code=201)
+    async def resume(request: Request, run_id: str, body: ResumeRequest | None = None) -> Any:
+        key = body.api_key if body is not None else None
+        try:
+            run = await server.resume(session(request), run_id, key)
+        except Refusal as e:
+            e.values = {k: unkeyed((key,) if key else (), str(v)) for k, v in e.values.items()}
+            raise
+        except (TaoError, ValueError, TypeError, ImportError, OSError) as e:
+            raise Refusal(400, "cannot_build", error=unkeyed((key,) if key else (), str(e))) from None
+        return {"run_id": run.run_id}
 
     @app.post("/api/runs/{run_id}/cancel", status_code=202)
     async def cancel(request: Request, run_id: str) -> dict[str, Any]:

@@ -106,16 +106,43 @@ class Server:
             run.task_handle = task
         return [run for run, _ in prepared]
 
-    async def _prepare(self, session: Session, req: RunRequest, agent: str) -> tuple[LiveRun, Built]:
+    async def resume(self, session: Session, run_id: str, api_key: str | None = None) -> LiveRun:
+        """Run ``run_id`` again from its journal, as ``tao resume`` does: the same id, task,
+        agent, model and tools; what the journal holds (model replies, tool results) is served
+        from it, the rest runs live; its folder is kept. For a run that ended in an error (the
+        embedded model's process died, an endpoint failed), was cancelled, or was cut off by the
+        server's end. An endpoint's key is never journaled: the page sends it again."""
+        run = self.find(session, run_id)
+        if run is None:
+            raise Refusal(404, "no_run", run_id=repr(run_id))
+        if run.live or run.status == "done":
+            raise Refusal(409, "not_resumable", run_id=repr(run_id), state=run.status)
+        row = self._row(run_id) or {}
+        asked = ((row.get("meta") or {}).get("web") or {}).get("request")
+        if not asked:  # a run journaled before requests were kept
+            raise Refusal(409, "not_resumable", run_id=repr(run_id), state=run.status)
+        req = RunRequest.model_validate(asked)
+        if api_key:
+            req = req.model_copy(update={"model": req.model.model_copy(update={"api_key": api_key})})
+        live, built = await self._prepare(session, req, run.agent, run_id=run_id)
+        self._past.pop(run_id, None)
+        live.task_handle = asyncio.create_task(self._drive(live, built, req.task))
+        return live
+
+    async def _prepare(self, session: Session, req: RunRequest, agent: str,
+                       run_id: str | None = None) -> tuple[LiveRun, Built]:
         from ..runs.journal import Journal
 
         if sum(r.live for r in session.runs.values()) >= MAX_LIVE:
             raise Refusal(429, "too_many", n=MAX_LIVE)
         session = self.sessions.setdefault(session.id, session)
-        run_id = uuid.uuid4().hex
+        run_id = run_id or uuid.uuid4().hex
         trace = self.traces / f"{run_id}.jsonl"
         ws = self.workspace_root / run_id
-        meta = {"web": {"session": session.key, "trace": str(trace)}}
+        # what ``resume`` builds the run from again: the request, never the endpoint's key
+        asked = req.model_copy(update={"model": req.model.model_copy(update={"api_key": None})})
+        meta = {"web": {"session": session.key, "trace": str(trace),
+                        "request": asked.model_dump(mode="json")}}
         if agent == "code" or "workspace" in req.tools:
             meta["web"]["workspace"] = str(ws)
         journal = Journal(self.journal_path, meta=meta, fsync=self.fsync)

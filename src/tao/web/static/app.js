@@ -50,6 +50,9 @@ function setStatus(status) {
   if (status === "running") label(s, "run.live");
   else showStatus(s, status);
   $("#cancel-button").hidden = status !== "running";
+  // a run that ended in an error (the model's process died), was cancelled or cut off goes on
+  // from its journal: the same run, what it had done served again, the rest live
+  $("#resume-button").hidden = !["error", "cancelled", "interrupted"].includes(status);
 }
 
 export function watch(runId, meta) {
@@ -144,6 +147,17 @@ async function main() {
   $("#cancel-button").onclick = async () => {
     if (!current.runId) return;
     try { await api(runPath(current.runId, "/cancel"), { method: "POST" }); } catch (err) { showError(err); }
+  };
+  $("#resume-button").onclick = async () => {
+    if (!current.runId) return;
+    showError(null);
+    const runId = current.runId, title = $("#run-title").textContent;
+    let key = null; // an endpoint's key is never journaled: the form's, if it has one
+    try { key = form.read().model?.api_key || null; } catch { key = null; }
+    try {
+      await api(runPath(runId, "/resume"), { method: "POST", body: key ? { api_key: key } : {} });
+      watch(runId, { agent: current.view?.agent, title });
+    } catch (err) { showError(err); }
   };
   $("#history-refresh").onclick = refreshHistory;
   await reopen();
