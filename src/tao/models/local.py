@@ -9,8 +9,8 @@ The chat template is the GGUF's own.
 The weights run in a worker process of their own (``local_process``), loaded once and shared
 by every LocalModel of the file in this process: a fault in llama.cpp's native code ends that
 worker and the one run waiting on it (``ModelCrashed``), never the caller. ``TAO_LOCAL_WORKER=0``
-runs them in this process instead (``llama_engine``; the same tokens, about a millisecond less a
-call, and a crash there is the caller's). How the prompt prefix is cached: ``llama_engine``.
+runs them in this process instead (``llama_engine``; the same tokens, 0.2 s less at the start,
+and a crash there is the caller's). How the prompt prefix is cached: ``llama_engine``.
 """
 
 from __future__ import annotations
