@@ -130,10 +130,16 @@ async def test_malformed_tool_arguments_become_parse_errors(server, make_model):
     assert c4.arguments["b"] == 27 and c4.parse_error is None
 
 
-async def test_no_usage_chunk_leaves_zeros(server, make_model):
+async def test_usage_a_server_does_not_send_is_estimated_and_marked(server, make_model):
+    """llama-cpp-python's server sends no usage in a stream: counted here, said to be a guess."""
     server.push(Reply("ok", usage=None))
     _, _, r, _ = await collect(make_model())
-    assert r.message.content == "ok" and r.usage.total_tokens == 0
+    assert r.message.content == "ok" and r.usage.estimated
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens == 1
+    assert r.usage.to_dict()["estimated"] is True and r.usage.mark == "≈"
+    server.push(Reply("ok"))  # the server's own count is taken as it is
+    _, _, counted, _ = await collect(make_model())
+    assert not counted.usage.estimated and "estimated" not in counted.usage.to_dict()
 
 
 # -- retries --------------------------------------------------------------------------------
@@ -273,7 +279,7 @@ async def test_insufficient_quota_is_not_retried(server, make_model):
 async def test_server_without_stream_options_is_asked_again_without_them(server, make_model):
     server.push(Error(400, "Unrecognized request argument supplied: stream_options"), Reply("ok"))
     _, retries, r, _ = await collect(make_model())
-    assert r.message.content == "ok" and not retries and r.usage.total_tokens == 0
+    assert r.message.content == "ok" and not retries and r.usage.estimated  # none sent
     assert "stream_options" in server.bodies[0] and "stream_options" not in server.bodies[1]
 
 

@@ -34,10 +34,21 @@ class ToolCall:
         return cls(d["id"], d["name"], d.get("arguments") or {}, d.get("parse_error"))
 
 
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` for a model whose tokenizer tao cannot run: a quarter of the ASCII
+    characters plus one per other character (a CJK character is about one token)."""
+    ascii_chars = sum(1 for c in text if c < "\x80")
+    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
+
+
 @dataclass(slots=True)
 class Usage:
+    """Tokens a call (or a run) used. ``estimated``: counted by tao (``estimate_tokens``)
+    because the server sent none; shown with "≈"."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -47,18 +58,28 @@ class Usage:
         if other is not None:
             self.prompt_tokens += other.prompt_tokens
             self.completion_tokens += other.completion_tokens
+            self.estimated = self.estimated or other.estimated
 
-    def to_dict(self) -> dict[str, int]:
-        return {
+    @property
+    def mark(self) -> str:
+        """"≈" before an estimated count, nothing before a counted one."""
+        return "≈" if self.estimated else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+        if self.estimated:
+            d["estimated"] = True
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Usage:
         """Reads ``to_dict`` output (``total_tokens`` is derived, so it is ignored)."""
-        return cls(d.get("prompt_tokens", 0), d.get("completion_tokens", 0))
+        return cls(d.get("prompt_tokens", 0), d.get("completion_tokens", 0),
+                   bool(d.get("estimated")))
 
 
 @dataclass(slots=True)

@@ -98,7 +98,7 @@ class CodeView:
             r = event.result
             self._line((self.t["summary"].format(
                 status=self.t.get(r.status, r.status), turns=r.turns, calls=r.tool_calls,
-                p=r.usage.prompt_tokens, c=r.usage.completion_tokens, s=r.duration_s),
+                p=f"{r.usage.mark}{r.usage.prompt_tokens}", c=r.usage.completion_tokens, s=r.duration_s),
                 _STYLE.get(r.status, "bold")))
             self.files()
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import prompts
 from ..lang import detect_language
-from ..messages import Message, Usage
+from ..messages import Message, Usage, estimate_tokens
 
 PER_MESSAGE = 5  # role markers a chat template adds around a message
 DEFAULT_REPLY = 1024  # tokens kept free for the reply when the call does not say max_tokens
@@ -37,8 +37,7 @@ SLACK = 0.25  # a new cut leaves this share of the budget free
 
 def estimate(text: str) -> int:
     """The documented estimate for a model whose tokenizer tao cannot run (see the module doc)."""
-    ascii_chars = sum(1 for c in text if c < "\x80")
-    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
+    return estimate_tokens(text)
 
 
 class Counter:

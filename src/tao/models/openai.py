@@ -236,7 +236,7 @@ class OpenAIModel(Model):
                     raise ModelError(f"model {self.name!r} at {self.base_url} failed after "
                                      f"{tries}; last error: {reason}") from e
             else:
-                yield turn.response()
+                yield turn.response(params)
                 return
             finally:
                 if stream is not None:

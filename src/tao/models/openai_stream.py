@@ -9,7 +9,7 @@ import json
 import uuid
 from typing import Any
 
-from ..messages import Message, ToolCall, Usage
+from ..messages import Message, ToolCall, Usage, estimate_tokens
 from .base import ModelResponse
 from .openai_wire import _clip, parse_arguments
 
@@ -24,6 +24,7 @@ class _Turn:
         self.calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
         self.finish_reason: str | None = None
         self.usage = Usage()
+        self.got_usage = False  # llama-cpp-python's server, among others, never sends it
         self.chunks = 0
         self.content_type = ""
         self.received = bytearray()  # the body's first bytes, to show what a bad answer was
@@ -59,6 +60,7 @@ class _Turn:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+            self.got_usage = True
         choices = chunk["choices"]
         if not choices:
             self.chunks += 1
@@ -96,15 +98,20 @@ class _Turn:
         self.chunks += 1  # a valid one: its parts were of the right types
         return text
 
-    def response(self) -> ModelResponse:
+    def response(self, params: dict[str, Any] | None = None) -> ModelResponse:
+        """The call's reply; its usage as the server counted it, else estimated from ``params``
+        (the request) and the reply, and marked so."""
         calls = []
         for index in sorted(self.calls):
             call_id, name, raw = self.calls[index]
             arguments, error = parse_arguments(raw)
             calls.append(ToolCall(call_id or f"call_{uuid.uuid4().hex[:12]}", name, arguments,
                                   error))
-        return ModelResponse(Message.assistant("".join(self.text), calls), self.usage,
-                             self.finish_reason)
+        message = Message.assistant("".join(self.text), calls)
+        usage = self.usage if self.got_usage else Usage(
+            estimate_prompt(params), estimate_tokens(message.content + "".join(
+                c.name + json.dumps(c.arguments, ensure_ascii=False) for c in calls)), True)
+        return ModelResponse(message, usage, self.finish_reason)
 
 
 class _Incomplete(Exception):
@@ -128,3 +135,17 @@ def _clip_bytes(data: bytes, n: int = 120) -> str:
         return repr(_clip(" ".join(data.decode("utf-8").split()), n))
     except UnicodeDecodeError:
         return _clip(repr(data[:n]), n)
+
+
+def estimate_prompt(params: dict[str, Any] | None) -> int:
+    """The request's tokens by ``estimate_tokens``: its messages' text and tool calls, the tool
+    schemas, and a few tokens of the chat template per message."""
+    if not params:
+        return 0
+    text = []
+    for m in params.get("messages") or ():
+        content = m.get("content")
+        text.append(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False))
+        text += [json.dumps(c, ensure_ascii=False) for c in m.get("tool_calls") or ()]
+    text += [json.dumps(t, ensure_ascii=False) for t in params.get("tools") or ()]
+    return estimate_tokens("".join(text)) + 4 * len(params.get("messages") or ())

@@ -208,7 +208,8 @@ class ConsoleSink:
         r, t = e.result, self._texts
         tokens = ""
         if self.show_tokens:
-            tokens = t["tokens"].format(p=r.usage.prompt_tokens, c=r.usage.completion_tokens)
+            tokens = t["tokens"].format(p=f"{r.usage.mark}{r.usage.prompt_tokens}",
+                                        c=r.usage.completion_tokens)
         line = t["summary"].format(
             status=t.get(r.status, r.status), turns=r.turns, calls=r.tool_calls, tokens=tokens,
             seconds=r.duration_s, turns_word="turn" if r.turns == 1 else "turns",

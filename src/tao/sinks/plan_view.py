@@ -210,7 +210,7 @@ class PlanView:
             steps = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
             line = (f"{r.status}: {r.turns} LLM call{'s' * (r.turns != 1)}, {r.tool_calls} tool "
                     f"call{'s' * (r.tool_calls != 1)}, {steps or 'no steps'}, tokens "
-                    f"{r.usage.prompt_tokens}+{r.usage.completion_tokens}, {r.duration_s:.2f} s")
+                    f"{r.usage.mark}{r.usage.prompt_tokens}+{r.usage.completion_tokens}, {r.duration_s:.2f} s")
             return Text(line, style="bold green" if r.status == "done" else "bold red")
         return None
 

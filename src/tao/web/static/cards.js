@@ -90,7 +90,7 @@ export function stats(container, result) {
     ["stats.status", result.status, "status"],
     ["stats.turns", result.turns, "turns"],
     ["stats.tool_calls", result.tool_calls, "tool_calls"],
-    ["stats.tokens", `${u.total_tokens ?? 0} (${u.prompt_tokens ?? 0}+${u.completion_tokens ?? 0})`, "tokens"],
+    ["stats.tokens", `${u.estimated ? "≈" : ""}${u.total_tokens ?? 0} (${u.prompt_tokens ?? 0}+${u.completion_tokens ?? 0})`, "tokens"],
     ["stats.seconds", Number(result.duration_s || 0).toFixed(2), "seconds"],
   ];
   const dl = el("dl", { class: "stats-list", "data-kind": "stats" });

@@ -67,7 +67,7 @@ export class Compare {
         el("th", { text: name }),
         el("td", { "data-col": "turns", text: String(r.turns) }),
         el("td", { "data-col": "actions", text: `${actions(agent, view.events, r)} ${t(`unit.${unit}`)}` }),
-        el("td", { "data-col": "tokens", text: `${u.total_tokens ?? 0} (${u.prompt_tokens ?? 0}+${u.completion_tokens ?? 0})` }),
+        el("td", { "data-col": "tokens", text: `${u.estimated ? "≈" : ""}${u.total_tokens ?? 0} (${u.prompt_tokens ?? 0}+${u.completion_tokens ?? 0})` }),
         el("td", { "data-col": "seconds", text: Number(r.duration_s || 0).toFixed(2) }),
         el("td", { "data-col": "answer", class: r.status === "done" ? "final" : "is-error", text: answer }));
     });
