@@ -196,6 +196,8 @@ class OpenAIModel(Model):
             params["temperature"] = self.temperature
         if self.extra_body:
             params["extra_body"] = dict(self.extra_body)
+        if getattr(self, "_text_content_only", False):
+            _fill_null_content(params)
         return params
 
     async def stream(
@@ -225,6 +227,8 @@ class OpenAIModel(Model):
             except Exception as e:  # noqa: BLE001 - classified below; unknown ones re-raised
                 if self._drop_stream_options(e, params):
                     continue  # the server does not know stream_options: ask again without it
+                if self._wants_text_content(e, params):
+                    continue  # the server wants "" where a tool-calling reply has no text
                 self._refused_format(e, params)  # a refusal, whatever status carries it
                 failure = self._classify(e, turn)  # raises what retrying cannot fix
                 if failure is None:
@@ -255,6 +259,18 @@ class OpenAIModel(Model):
         if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422)
                 and "stream_options" in params and "stream_options" in _server_message(e)):
             del params["stream_options"]
+            return True
+        return False
+
+    def _wants_text_content(self, e: Exception, params: dict[str, Any]) -> bool:
+        """OpenAI takes ``content: null`` beside ``tool_calls``; llama-cpp-python's server
+        answers it with a 500 ("Input should be a valid string" at the message's ``content``).
+        Learnt once per model: from then on such a reply is sent with ``""``."""
+        import openai
+
+        if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
+                and "content" in _server_message(e) and _fill_null_content(params)):
+            self._text_content_only = True
             return True
         return False
 
@@ -337,6 +353,14 @@ def _body(params: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in params.items() if k != "extra_body"}
     body.update(params["extra_body"])
     return body
+
+
+def _fill_null_content(params: dict[str, Any]) -> bool:
+    """``content: null`` of the request's messages made ``""``; whether there was any."""
+    found = [m for m in params.get("messages") or () if m.get("content", "") is None]
+    for m in found:
+        m["content"] = ""
+    return bool(found)
 
 
 def _server_message(e: Any) -> str:

@@ -100,14 +100,20 @@ class _Turn:
 
     def response(self, params: dict[str, Any] | None = None) -> ModelResponse:
         """The call's reply; its usage as the server counted it, else estimated from ``params``
-        (the request) and the reply, and marked so."""
+        (the request) and the reply, and marked so. Tool calls the server left in the text
+        (``text_calls``) are read as calls."""
         calls = []
         for index in sorted(self.calls):
             call_id, name, raw = self.calls[index]
             arguments, error = parse_arguments(raw)
             calls.append(ToolCall(call_id or f"call_{uuid.uuid4().hex[:12]}", name, arguments,
                                   error))
-        message = Message.assistant("".join(self.text), calls)
+        text = "".join(self.text)
+        if not calls and params and params.get("tools"):  # a call the server left as text
+            from .text_calls import parse
+
+            text, calls = parse(text, (t["function"]["name"] for t in params["tools"]))
+        message = Message.assistant(text, calls)
         usage = self.usage if self.got_usage else Usage(
             estimate_prompt(params), estimate_tokens(message.content + "".join(
                 c.name + json.dumps(c.arguments, ensure_ascii=False) for c in calls)), True)
