@@ -269,7 +269,7 @@ class OpenAIModel(Model):
         import openai
 
         if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
-                and "content" in _server_message(e) and _fill_null_content(params)):
+                and "'content'" in _server_message(e, 20_000) and _fill_null_content(params)):
             self._text_content_only = True
             return True
         return False
@@ -286,7 +286,7 @@ class OpenAIModel(Model):
                 and e.status_code in (400, 415, 422, 500, 501)):
             return
         message = _server_message(e)
-        if "response_format" in message or "json_schema" in message:
+        if any(w in _server_message(e, 20_000) for w in ("response_format", "json_schema")):
             raise ModelConfigError(f"{self.base_url} (model {self.name!r}) rejected the request "
                                    f"({e.status_code}): {message}") from None
 
@@ -363,13 +363,13 @@ def _fill_null_content(params: dict[str, Any]) -> bool:
     return bool(found)
 
 
-def _server_message(e: Any) -> str:
+def _server_message(e: Any, limit: int = 300) -> str:
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         msg = body.get("message") or body.get("detail") or body.get("error")
         if msg:
-            return _clip(str(msg), 300)
-    return _clip(str(getattr(e, "message", "") or e), 300)  # e.g. a proxy's HTML error page
+            return _clip(str(msg), limit)
+    return _clip(str(getattr(e, "message", "") or e), limit)  # e.g. a proxy's HTML error page
 
 
 def _retry_after(headers: Any) -> float | None:
