@@ -58,6 +58,18 @@ def local_model():
 
 
 @pytest.fixture(autouse=True)
+def _own_endpoint_facts(tmp_path, monkeypatch):
+    """What an endpoint refused is remembered (``tao.models.endpoint_facts``): each test starts
+    with none, so a stand-in server on a reused port is not taken for an earlier one."""
+    from tao.models import endpoint_facts
+
+    monkeypatch.setenv("TAO_ENDPOINT_FACTS", str(tmp_path / "endpoints.json"))
+    endpoint_facts.forget()
+    yield
+    endpoint_facts.forget()
+
+
+@pytest.fixture(autouse=True)
 def _own_data_dir(tmp_path_factory, monkeypatch):
     """The CLI writes its audit log (and chat history) in the user data directory: in tests,
     a fresh one, never the real ``~/.local/share/tao``."""

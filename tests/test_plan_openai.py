@@ -116,3 +116,29 @@ def test_a_stream_cut_after_some_steps_started_does_not_run_them_twice(server):
     assert result.answer == "He has 4 yuan left." and result.tool_calls == 4
     assert [type(e) for e in events].count(ModelRetry) == 1
     assert [e.step_id for e in events if type(e) is StepStarted] == ["step1", "step2", "step3", "step4"]
+
+
+def test_a_refusal_is_paid_once_per_endpoint_and_said_in_the_header(server, tmp_path):
+    """llama-cpp-python's server refuses json_schema with a 500: the next run - a new model
+    object, even a new process (the facts file) - asks with json_object at once."""
+    import io
+
+    from rich.console import Console
+
+    from tao.events import RunStarted
+    from tao.models import endpoint_facts
+    from tao.sinks.console import ConsoleSink
+
+    refusal = "response_format.type: Input should be 'text' or 'json_object'"
+    server.push(HTTPError(500, refusal), Reply(PLAN), Reply(PLAN))
+    assert PlanExecuteAgent(model(server), [calculator]).run(TASK).status == "done"
+    endpoint_facts.forget()  # as a new process finds it: in the file
+    assert PlanExecuteAgent(model(server), [calculator]).run(TASK).status == "done"
+    kinds = [b.get("response_format", {}).get("type") for b in server.bodies]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert model(server).limits() == "no json_schema"
+
+    out = io.StringIO()
+    sink = ConsoleSink(Console(file=out, width=200), endpoint=model(server).limits())
+    sink(RunStarted(TASK, "plan", "m"))  # tao run's header
+    assert "(plan · m · no json_schema)" in out.getvalue()

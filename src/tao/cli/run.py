@@ -73,7 +73,9 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
 
             sinks.append(PlanView(console))
         else:
-            sinks.append(ConsoleSink(console, quiet=quiet))
+            limits = getattr(model, "limits", None)  # an endpoint's refusals, learnt before
+            sinks.append(ConsoleSink(console, quiet=quiet,
+                                     endpoint=limits() if callable(limits) else ""))
     try:
         result = runner.run(task, sinks)
     finally:

@@ -175,8 +175,12 @@ class OpenAIModel(Model):
                 response_format: dict[str, Any] | None = None, stop: Sequence[str] | None = None,
                 max_tokens: int | None = None) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for one call."""
+        from . import endpoint_facts as known
+
         params: dict[str, Any] = {"model": self.name, "messages": wire_messages(messages),
-                                  "stream": True, "stream_options": {"include_usage": True}}
+                                  "stream": True}
+        if known.takes(self.base_url, self.name, "stream_options"):
+            params["stream_options"] = {"include_usage": True}
         if tools:
             params["tools"] = wire_tools(tools)
         if response_format is not None:
@@ -196,7 +200,7 @@ class OpenAIModel(Model):
             params["temperature"] = self.temperature
         if self.extra_body:
             params["extra_body"] = dict(self.extra_body)
-        if getattr(self, "_text_content_only", False):
+        if not known.takes(self.base_url, self.name, "null_content"):
             _fill_null_content(params)
         return params
 
@@ -259,8 +263,27 @@ class OpenAIModel(Model):
         if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422)
                 and "stream_options" in params and "stream_options" in _server_message(e)):
             del params["stream_options"]
+            self._learnt("stream_options")
             return True
         return False
+
+    def takes(self, fact: str) -> bool:
+        """Whether this endpoint has not refused ``fact`` (``endpoint_facts``): the planner
+        asks with ``json_object`` at once where ``json_schema`` was refused before."""
+        from . import endpoint_facts
+
+        return endpoint_facts.takes(self.base_url, self.name, fact)
+
+    def limits(self) -> str:
+        """What this endpoint was found not to take, for the run's header ("" if nothing)."""
+        from . import endpoint_facts
+
+        return endpoint_facts.said(self.base_url, self.name)
+
+    def _learnt(self, fact: str) -> None:
+        from . import endpoint_facts
+
+        endpoint_facts.refused(self.base_url, self.name, fact)
 
     def _wants_text_content(self, e: Exception, params: dict[str, Any]) -> bool:
         """OpenAI takes ``content: null`` beside ``tool_calls``; llama-cpp-python's server
@@ -270,7 +293,7 @@ class OpenAIModel(Model):
 
         if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
                 and "'content'" in _server_message(e, 20_000) and _fill_null_content(params)):
-            self._text_content_only = True
+            self._learnt("null_content")
             return True
         return False
 
@@ -287,6 +310,7 @@ class OpenAIModel(Model):
             return
         message = _server_message(e)
         if any(w in _server_message(e, 20_000) for w in ("response_format", "json_schema")):
+            self._learnt(params["response_format"].get("type", ""))
             raise ModelConfigError(f"{self.base_url} (model {self.name!r}) rejected the request "
                                    f"({e.status_code}): {message}") from None
 

@@ -56,7 +56,8 @@ class Planner:
         self.messages = [Message.system(system_prompt)] if system_prompt else \
             [Message.system(self.system_prompt()), *self.example()]
         self._format: dict[str, Any] | None = None
-        self._kind: str | None = "json_schema"
+        takes = getattr(model, "takes", lambda fact: True)  # an endpoint's refusals, remembered
+        self._kind: str | None = next((k for k in ("json_schema", "json_object") if takes(k)), None)
 
     def system_prompt(self) -> str:
         lines = [prompts.render(self.texts["tool_line"], signature=t.signature(),

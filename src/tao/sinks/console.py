@@ -54,10 +54,12 @@ class ConsoleSink:
     refresh_per_second = 12
 
     def __init__(self, console: Console | None = None, *, show_tokens: bool = True,
-                 quiet: bool = False):
+                 quiet: bool = False, endpoint: str = ""):
         from rich.console import Console
 
         self.console = console if console is not None else Console()
+        #: what the model's endpoint was found not to take, said in the header
+        self.endpoint = endpoint
         self.show_tokens = show_tokens
         self.quiet = quiet
         self.language = "en"
@@ -143,6 +145,7 @@ class ConsoleSink:
 
     def _run_started(self, e: RunStarted) -> None:
         where = f" · {e.sandbox}" if e.sandbox else ""  # what confines the code it runs
+        where += f" · {self.endpoint}" if self.endpoint else ""
         self._line((self._texts["task"], "bold"), e.task,
                    (f"  ({e.agent} · {e.model}{where})", "dim"))
 
