@@ -71,8 +71,9 @@ def test_an_endpoint_that_refuses_json_schema_is_asked_with_json_object_then_not
     assert result.status == "done" and result.answer == "He has 4 yuan left."
     assert [b.get("response_format", {}).get("type") for b in server.bodies] == [
         "json_schema", "json_object", None]
-    notes = [e.message for e in events if type(e) is Error]
+    notes = [e.reason for e in events if type(e) is ModelRetry]  # said, then asked again
     assert len(notes) == 2 and "refused response_format=json_schema; asking with json_object" in notes[0]
+    assert "asking with no response_format" in notes[1]
 
 
 @pytest.mark.parametrize("status, message", [

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..errors import ModelConfigError
 from ..messages import Message, ToolCall
-from ..models.base import Chunk, Model, Retrying
+from ..models.base import Chunk, Model
 from ..safe_json import dumps
 from ..tools.base import Toolbox, ToolResult
 from .blocks import ToolParams
@@ -150,8 +149,8 @@ class TextProtocol(_Shapes):
 class JsonProtocol(_Shapes):
     """Seed 003's decision object, ``{"thought", "action", "action_input"}`` (action ``"final"``
     answers). The embedded model decodes it under a grammar; an API model is asked for it with a
-    JSON-schema ``response_format``, then ``json_object`` after an endpoint refused that, then
-    plain text - read tolerantly (``decision``) whatever comes back."""
+    JSON-schema ``response_format`` (``OpenAIModel`` steps down to JSON mode, then plain text,
+    where an endpoint refuses it) - read tolerantly (``decision``) whatever comes back."""
 
     name = "json"
 
@@ -176,27 +175,11 @@ class JsonProtocol(_Shapes):
         return {"response_format": {"type": "json_schema", "json_schema": {
             "name": "decision", "schema": grammar.decision_schema(toolbox.specs())}}}
 
-    async def stream(self, model: Model, messages: Sequence[Message], kwargs: dict[str, Any]
-                     ) -> AsyncIterator[Chunk]:
-        """``model.stream``; when the endpoint rejects the ``response_format`` (a 400, before
-        anything streamed), the next one down, said as a ``Retrying``. ``kwargs`` keeps the
-        step down for the turns after."""
-        while True:
-            fmt = kwargs.get("response_format")
-            try:
-                async for chunk in model.stream(messages, **kwargs):
-                    yield chunk
-                return
-            except ModelConfigError as e:
-                if fmt is None or "rejected the request" not in str(e):
-                    raise
-                if fmt["type"] == "json_schema":
-                    kwargs["response_format"] = {"type": "json_object"}
-                else:
-                    del kwargs["response_format"]
-                now = kwargs.get("response_format", {}).get("type", "no response_format")
-                yield Retrying(1, f"the model refused response_format={fmt['type']}; asking with "
-                                  f"{now} ({e})", 0.0)
+    def stream(self, model: Model, messages: Sequence[Message], kwargs: dict[str, Any]
+               ) -> AsyncIterator[Chunk]:
+        """``model.stream``: an endpoint that does not take the schema is asked with JSON mode,
+        then with none, by the model itself (``OpenAIModel``), said as a ``Retrying``."""
+        return model.stream(messages, **kwargs)
 
     def read(self, message: Message, lang: str, toolbox: Toolbox) -> Step:
         from .decision import parse_decision

@@ -202,6 +202,7 @@ class OpenAIModel(Model):
             params["extra_body"] = dict(self.extra_body)
         if not known.takes(self.base_url, self.name, "null_content"):
             _fill_null_content(params)
+        self._fit_format(params)
         return params
 
     async def stream(
@@ -233,7 +234,10 @@ class OpenAIModel(Model):
                     continue  # the server does not know stream_options: ask again without it
                 if self._wants_text_content(e, params):
                     continue  # the server wants "" where a tool-calling reply has no text
-                self._refused_format(e, params)  # a refusal, whatever status carries it
+                stepped = self._step_down_format(e, params)  # whatever status carries it
+                if stepped is not None:
+                    yield Retrying(attempt + 1, stepped, 0.0)  # what streamed is dropped
+                    continue
                 failure = self._classify(e, turn)  # raises what retrying cannot fix
                 if failure is None:
                     raise
@@ -268,8 +272,7 @@ class OpenAIModel(Model):
         return False
 
     def takes(self, fact: str) -> bool:
-        """Whether this endpoint has not refused ``fact`` (``endpoint_facts``): the planner
-        asks with ``json_object`` at once where ``json_schema`` was refused before."""
+        """Whether this endpoint has not refused ``fact`` (``endpoint_facts``)."""
         from . import endpoint_facts
 
         return endpoint_facts.takes(self.base_url, self.name, fact)
@@ -297,22 +300,48 @@ class OpenAIModel(Model):
             return True
         return False
 
-    def _refused_format(self, e: Exception, params: dict[str, Any]) -> None:
+    def _step_down_format(self, e: Exception, params: dict[str, Any]) -> str | None:
         """A server that cannot take the request's ``response_format`` says so in its message,
         whatever status it picks: DeepSeek 400 "This response_format type is unavailable now",
         llama-cpp-python's server 500 with a validation error on ``response_format.type``,
-        others 422. Retrying cannot change it, so it is the refusal a 400 is (the planner then
-        asks with ``json_object``, then without)."""
+        others 422. Retrying the same cannot help: the fact is learnt (``endpoint_facts``), the
+        request asks with the next form down (``_fit_format``), and the reason is returned for
+        the ``Retrying`` that says so; None for any other failure."""
         import openai
 
-        if not (isinstance(e, openai.APIStatusError) and params.get("response_format")
+        fmt = params.get("response_format")
+        if not (isinstance(e, openai.APIStatusError) and fmt
                 and e.status_code in (400, 415, 422, 500, 501)):
+            return None
+        said = _server_message(e, 20_000)
+        if not any(w in said for w in ("response_format", "json_schema", "json_object")):
+            return None
+        self._learnt(fmt.get("type", ""))
+        self._fit_format(params)
+        now = params.get("response_format", {}).get("type", "no response_format")
+        return (f"the model refused response_format={fmt.get('type')}; asking with {now} "
+                f"({self.base_url} answered {e.status_code}: {_server_message(e)})")
+
+    def _fit_format(self, params: dict[str, Any]) -> None:
+        """The best structured-output form this endpoint takes, in ``params``: the JSON schema,
+        else JSON mode - with "json" in the prompt, which DeepSeek's JSON mode requires - else
+        none (the agents' parsers read JSON the prompt asked for: the third form)."""
+        fmt = params.get("response_format")
+        if not fmt or fmt.get("type") not in ("json_schema", "json_object"):
             return
-        message = _server_message(e)
-        if any(w in _server_message(e, 20_000) for w in ("response_format", "json_schema")):
-            self._learnt(params["response_format"].get("type", ""))
-            raise ModelConfigError(f"{self.base_url} (model {self.name!r}) rejected the request "
-                                   f"({e.status_code}): {message}") from None
+        if fmt["type"] == "json_schema" and not self.takes("json_schema"):
+            fmt = {"type": "json_object"}
+        if fmt["type"] == "json_object" and not self.takes("json_object"):
+            del params["response_format"]
+            return
+        params["response_format"] = fmt
+        messages = params["messages"]
+        if fmt["type"] == "json_object" and not any(
+                "json" in str(m.get("content") or "").lower() for m in messages):
+            if messages and messages[0].get("role") == "system":
+                messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\nReply in JSON."}
+            else:
+                messages.insert(0, {"role": "system", "content": "Reply in JSON."})
 
     def _classify(self, e: Exception, turn: _Turn) -> tuple[str, float | None] | None:
         """``(reason, Retry-After delay or None)`` for a retryable failure; raises

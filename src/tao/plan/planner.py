@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..errors import ModelConfigError, TaoError
+from ..errors import TaoError
 from ..events import Error, Event, ModelRetry, TokenDelta, TurnStarted
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
@@ -56,8 +56,6 @@ class Planner:
         self.messages = [Message.system(system_prompt)] if system_prompt else \
             [Message.system(self.system_prompt()), *self.example()]
         self._format: dict[str, Any] | None = None
-        takes = getattr(model, "takes", lambda fact: True)  # an endpoint's refusals, remembered
-        self._kind: str | None = next((k for k in ("json_schema", "json_object") if takes(k)), None)
 
     def system_prompt(self) -> str:
         lines = [prompts.render(self.texts["tool_line"], signature=t.signature(),
@@ -109,14 +107,14 @@ class Planner:
         return response.message
 
     @property
-    def format(self) -> dict[str, Any] | None:
-        """What the plan is asked for with: the plan's JSON schema; after an endpoint refused
-        that (DeepSeek knows only ``json_object``), ``json_object``; after that, nothing."""
-        if self._format is None and self._kind == "json_schema":
+    def format(self) -> dict[str, Any]:
+        """What the plan is asked for with: the plan's JSON schema. An endpoint that does not
+        take it is asked with the next form down by the model itself (``OpenAIModel``: JSON
+        mode, then none), said as a retry."""
+        if self._format is None:
             self._format = response_format(self.toolbox, self.agent_steps,
                                            constrained=self.constrained)
-        return self._format if self._kind == "json_schema" else (
-            {"type": "json_object"} if self._kind == "json_object" else None)
+        return self._format
 
     async def _call_plan(self, on_text: Callable[[str], None] | None = None,
                          on_retry: Callable[[], None] | None = None, first: int = 1,
@@ -126,17 +124,7 @@ class Planner:
 
             gbnf = plan_grammar(self.toolbox, self.agent_steps, first=first, finished=finished)
             return await self.call(on_text, on_retry, grammar=gbnf)
-        while True:
-            fmt = self.format
-            try:
-                return await self.call(on_text, on_retry, **({"response_format": fmt} if fmt else {}))
-            except ModelConfigError as e:  # 400: the endpoint does not take this response_format
-                if fmt is None or "rejected the request" not in str(e):
-                    raise
-                self._kind = "json_object" if self._kind == "json_schema" else None
-                self.emit(Error(f"the model refused response_format={fmt['type']}; asking with "
-                                f"{self._kind or 'no response_format'} ({e})", self.tally.turns,
-                                recoverable=True))
+        return await self.call(on_text, on_retry, response_format=self.format)
 
     async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0, first: int = 1) -> Plan:
         for fix in range(tried, self.max_fixes + 1):
