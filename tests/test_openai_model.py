@@ -644,3 +644,24 @@ def test_lone_surrogates_do_not_break_the_next_request(server):
     assert assistant["content"] == "Let me echo \ufffd."
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"text": "a\ufffdb"}
     assert observation == {"role": "tool", "tool_call_id": "call_1", "content": "you said: a\ufffdb"}
+
+
+# -- what an endpoint refuses (DeepSeek's documented limits) --------------------------------
+async def test_deepseek_refuses_json_schema_and_its_json_mode_gets_the_word_json(server, make_model):
+    """DeepSeek answers json_schema with 400 "This response_format type is unavailable now",
+    and its JSON mode refuses a prompt without the word "json": the model steps down to JSON
+    mode with the word added, says so as a Retrying, and remembers it for the next call."""
+    server.push(Error(400, "This response_format type is unavailable now"), Reply('{"a": 1}'),
+                Reply('{"a": 2}'))
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    model = make_model()
+    _, retries, r, _ = await collect(model, [Message.system("Be brief."), Message.user("给我一个对象")],
+                                     response_format=schema)
+    assert r.message.content == '{"a": 1}' and len(retries) == 1
+    assert "refused response_format=json_schema; asking with json_object" in retries[0].reason
+    _, again, _, _ = await collect(model, [Message.user("再来一个")], response_format=schema)
+    first, second, third = server.bodies
+    assert first["response_format"]["type"] == "json_schema"
+    assert second["response_format"] == {"type": "json_object"} == third["response_format"]
+    assert "json" in second["messages"][0]["content"].lower()  # the word DeepSeek wants
+    assert third["messages"][0] == {"role": "system", "content": "Reply in JSON."} and not again

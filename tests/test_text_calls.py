@@ -89,3 +89,36 @@ def test_a_server_that_refuses_null_content_beside_tool_calls_gets_text_from_the
                 for b in server.bodies]
     assert (first.status, first.answer, second.status, second.answer) == ("done", "42", "done", "42")
     assert sent == [[], [None], [""], [], [""]]  # asked once with null, then with text only
+
+
+VLLM_NO_PARSER = ('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+                  'to be set')
+
+
+def test_an_endpoint_without_native_tools_is_asked_with_calls_as_text(tmp_path):
+    """vLLM started without a tool-call parser refuses a request with tools (its documented
+    400): the tools go into the prompt, the model's <tool_call> text is read as the call, and
+    the run goes on; the next run asks that way at once."""
+    from openai_server import Error as HTTPError
+
+    with OpenAIServer() as server:
+        server.push(HTTPError(400, VLLM_NO_PARSER), Reply(FORMS["qwen-hermes"]), Reply("42"),
+                    Reply(FORMS["qwen-hermes"]), Reply("42"))
+        model = OpenAIModel("m", base_url=server.url, api_key="x", backoff_base=0.0)
+        events: list = []
+        first = ReActAgent(model, [calculator], protocol="tools").run("15 加 27 等于几？",
+                                                                     sinks=[events.append])
+        second = ReActAgent(model, [calculator], protocol="tools").run("15 加 27 等于几？")
+        bodies = server.bodies
+    assert (first.status, first.answer, first.tool_calls) == ("done", "42", 1)
+    assert (second.status, second.answer, second.tool_calls) == ("done", "42", 1)
+    assert ["tools" in b for b in bodies] == [True, False, False, False, False]
+    system = bodies[1]["messages"][0]["content"]
+    assert "<tool_call>" in system and '"name": "calculator"' in system and "工具" in system
+    # the call and its result went back as text, as the prompt told the model to read them
+    turn2 = bodies[2]["messages"]
+    assert "<tool_call>" in turn2[-2]["content"] and turn2[-2]["role"] == "assistant"
+    assert turn2[-1] == {"role": "user", "content": "<tool_response>\n42\n</tool_response>"}
+    said = [e.reason for e in events if type(e).__name__ == "ModelRetry"]
+    assert len(said) == 1 and "takes no native tools" in said[0]
+    assert model.limits() == "tools as text"

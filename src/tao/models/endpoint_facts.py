@@ -9,8 +9,9 @@ without it. Facts are keyed by base URL and model, kept in this process and in
 ``<tao cache>/endpoints.json`` (``$TAO_ENDPOINT_FACTS`` moves it; a damaged file is ignored
 and rewritten).
 
-The facts: ``json_schema``, ``json_object`` (response formats), ``stream_options`` (usage in the
-stream) and ``null_content`` (``content: null`` beside tool calls); each False once refused.
+The facts: ``json_schema``, ``json_object`` (response formats), ``tools`` (native tool calls),
+``stream_options`` (usage in the stream) and ``null_content`` (``content: null`` beside tool
+calls); each False once refused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .gguf_store import cache_dir
 
 _LOCK = threading.Lock()
 _KNOWN: dict[str, dict[str, bool]] | None = None
-SAID = {"json_schema": "no json_schema", "json_object": "no JSON mode",
+SAID = {"json_schema": "no json_schema", "json_object": "no JSON mode", "tools": "tools as text",
         "stream_options": "no usage in the stream", "null_content": "no null content"}
 
 

@@ -48,7 +48,8 @@ from .openai_stream import _Incomplete, _NotAChunk, _Turn
 # The wire format lives in openai_wire; its public names stay importable from here.
 from .openai_wire import (DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, DEFAULT_MODEL,  # noqa: F401
                           MAX_ARGUMENT_DEPTH, NO_KEY, OPENAI_BASE_URL, _clip, parse_arguments,
-                          resolve_settings, wire_messages, wire_safe, wire_tools)
+                          resolve_settings, tools_as_text, wire_messages, wire_safe,
+                          wire_tools)
 
 RETRY_AFTER_MAX_S = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -202,6 +203,8 @@ class OpenAIModel(Model):
             params["extra_body"] = dict(self.extra_body)
         if not known.takes(self.base_url, self.name, "null_content"):
             _fill_null_content(params)
+        if tools and not known.takes(self.base_url, self.name, "tools"):
+            tools_as_text(params)
         self._fit_format(params)
         return params
 
@@ -234,7 +237,8 @@ class OpenAIModel(Model):
                     continue  # the server does not know stream_options: ask again without it
                 if self._wants_text_content(e, params):
                     continue  # the server wants "" where a tool-calling reply has no text
-                stepped = self._step_down_format(e, params)  # whatever status carries it
+                stepped = (self._step_down_format(e, params)  # whatever status carries it
+                           or self._step_down_tools(e, params))
                 if stepped is not None:
                     yield Retrying(attempt + 1, stepped, 0.0)  # what streamed is dropped
                     continue
@@ -248,7 +252,7 @@ class OpenAIModel(Model):
                     raise ModelError(f"model {self.name!r} at {self.base_url} failed after "
                                      f"{tries}; last error: {reason}") from e
             else:
-                yield turn.response(params)
+                yield turn.response(params, [t.name for t in tools or ()])
                 return
             finally:
                 if stream is not None:
@@ -321,6 +325,22 @@ class OpenAIModel(Model):
         now = params.get("response_format", {}).get("type", "no response_format")
         return (f"the model refused response_format={fmt.get('type')}; asking with {now} "
                 f"({self.base_url} answered {e.status_code}: {_server_message(e)})")
+
+    def _step_down_tools(self, e: Exception, params: dict[str, Any]) -> str | None:
+        """An endpoint that takes no ``tools`` (vLLM without ``--enable-auto-tool-choice``:
+        400 '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser')
+        is asked with the tools in the prompt and calls as text, which ``text_calls`` reads:
+        the agent's native tool calls go on. Learnt once per endpoint."""
+        import openai
+
+        if not (isinstance(e, openai.APIStatusError) and params.get("tools")
+                and e.status_code in (400, 422, 500, 501)
+                and "tool" in _server_message(e, 20_000).lower()):
+            return None
+        self._learnt("tools")
+        tools_as_text(params)
+        return (f"the model takes no native tools; asking with calls as text ({self.base_url} "
+                f"answered {e.status_code}: {_server_message(e)})")
 
     def _fit_format(self, params: dict[str, Any]) -> None:
         """The best structured-output form this endpoint takes, in ``params``: the JSON schema,

@@ -98,7 +98,8 @@ class _Turn:
         self.chunks += 1  # a valid one: its parts were of the right types
         return text
 
-    def response(self, params: dict[str, Any] | None = None) -> ModelResponse:
+    def response(self, params: dict[str, Any] | None = None,
+                 tool_names: list[str] | None = None) -> ModelResponse:
         """The call's reply; its usage as the server counted it, else estimated from ``params``
         (the request) and the reply, and marked so. Tool calls the server left in the text
         (``text_calls``) are read as calls."""
@@ -109,10 +110,12 @@ class _Turn:
             calls.append(ToolCall(call_id or f"call_{uuid.uuid4().hex[:12]}", name, arguments,
                                   error))
         text = "".join(self.text)
-        if not calls and params and params.get("tools"):  # a call the server left as text
+        if tool_names is None:
+            tool_names = [t["function"]["name"] for t in (params or {}).get("tools") or ()]
+        if not calls and tool_names:  # a call the server left as text (or was asked for so)
             from .text_calls import parse
 
-            text, calls = parse(text, (t["function"]["name"] for t in params["tools"]))
+            text, calls = parse(text, tool_names)
         message = Message.assistant(text, calls)
         usage = self.usage if self.got_usage else Usage(
             estimate_prompt(params), estimate_tokens(message.content + "".join(

@@ -134,3 +134,48 @@ def _shown(raw: str, n: int = 200) -> str:
     """``raw`` quoted and shortened to about ``n`` characters, escapes counted (a model's control
     characters and astral text must not make the observation ten times longer)."""
     return _clip(repr(raw), n)
+
+
+def tools_as_text(params: dict[str, Any]) -> list[str]:
+    """Rewrite a request for an endpoint that takes no ``tools``: the tool list goes into the
+    system prompt with the ``<tool_call>`` form to answer in (``prompts/text_tools``), earlier
+    calls and results become that text, and ``tools`` / ``tool_choice`` leave the request.
+    Returns the tool names, whose calls ``text_calls`` then reads from the replies."""
+    from .. import prompts
+    from ..lang import detect_language
+
+    specs = [t["function"] for t in params.pop("tools", None) or ()]
+    params.pop("tool_choice", None)
+    params.pop("parallel_tool_calls", None)
+    messages = params["messages"]
+    task = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    section = prompts.render(prompts.template("text_tools", detect_language(str(task))),
+                             tools="\n".join(json.dumps(s, ensure_ascii=False) for s in specs))
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = "\n".join(
+                "<tool_call>\n" + json.dumps({"name": c["function"]["name"],
+                                              "arguments": _loads_or_text(c["function"]["arguments"])},
+                                             ensure_ascii=False) + "\n</tool_call>"
+                for c in m["tool_calls"])
+            out.append({"role": "assistant", "content": "\n".join(
+                p for p in (m.get("content") or "", calls) if p)})
+        elif m.get("role") == "tool":
+            out.append({"role": "user",
+                        "content": f"<tool_response>\n{m.get('content') or ''}\n</tool_response>"})
+        else:
+            out.append(m)
+    if out and out[0].get("role") == "system":
+        out[0] = {**out[0], "content": f"{out[0].get('content') or ''}\n\n{section}"}
+    else:
+        out.insert(0, {"role": "system", "content": section})
+    params["messages"] = out
+    return [s["name"] for s in specs]
+
+
+def _loads_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        return raw
