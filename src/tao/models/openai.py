@@ -295,7 +295,7 @@ class OpenAIModel(Model):
     def _wants_text_content(self, e: Exception, params: dict[str, Any]) -> bool:
         """OpenAI takes ``content: null`` beside ``tool_calls``; llama-cpp-python's server
         answers it with a 500 ("Input should be a valid string" at the message's ``content``).
-        Learnt once per model: from then on such a reply is sent with ``""``."""
+        Learnt once per endpoint: from then on such a reply is sent with ``""``."""
         import openai
 
         if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
