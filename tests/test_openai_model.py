@@ -665,3 +665,21 @@ async def test_deepseek_refuses_json_schema_and_its_json_mode_gets_the_word_json
     assert second["response_format"] == {"type": "json_object"} == third["response_format"]
     assert "json" in second["messages"][0]["content"].lower()  # the word DeepSeek wants
     assert third["messages"][0] == {"role": "system", "content": "Reply in JSON."} and not again
+
+
+async def test_a_server_that_answers_whole_instead_of_streaming_is_read_and_said(server, make_model):
+    """Some servers ignore ``stream: true`` and send one ``chat.completion``: its message, tool
+    calls, finish reason and usage are read as a stream's, and the header says it."""
+    whole = {"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+             "message": {"role": "assistant", "content": "先加起来。", "tool_calls": [
+                 {"id": "c1", "type": "function",
+                  "function": {"name": "calculator", "arguments": CALC}}]}}],
+             "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39}}
+    server.push(Raw(json.dumps(whole).encode(), "application/json"))
+    model = make_model()
+    text, retries, r, _ = await collect(model)
+    assert "".join(text) == "先加起来。" and not retries
+    assert [(c.name, c.arguments) for c in r.message.tool_calls] == [
+        ("calculator", {"operation": "add", "a": 15, "b": 27})]
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.estimated) == (30, 9, False)
+    assert r.finish_reason == "tool_calls" and model.limits() == "answers whole, not streamed"

@@ -10,7 +10,7 @@ without it. Facts are keyed by base URL and model, kept in this process and in
 and rewritten).
 
 The facts: ``json_schema``, ``json_object`` (response formats), ``tools`` (native tool calls),
-``stream_options`` (usage in the stream) and ``null_content`` (``content: null`` beside tool
+``stream`` (answers as an event stream), ``stream_options`` (usage in the stream) and ``null_content`` (``content: null`` beside tool
 calls); each False once refused.
 """
 
@@ -26,6 +26,7 @@ from .gguf_store import cache_dir
 _LOCK = threading.Lock()
 _KNOWN: dict[str, dict[str, bool]] | None = None
 SAID = {"json_schema": "no json_schema", "json_object": "no JSON mode", "tools": "tools as text",
+        "stream": "answers whole, not streamed",
         "stream_options": "no usage in the stream", "null_content": "no null content"}
 
 

@@ -252,6 +252,8 @@ class OpenAIModel(Model):
                     raise ModelError(f"model {self.name!r} at {self.base_url} failed after "
                                      f"{tries}; last error: {reason}") from e
             else:
+                if turn.whole:
+                    self._learnt("stream")  # said in the header: nothing streams from it
                 yield turn.response(params, [t.name for t in tools or ()])
                 return
             finally:

@@ -76,7 +76,12 @@ class Endpoint:
         ``close()``), its first bytes kept in ``turn``. Raises the SDK's errors."""
         if self.session is None:
             stream = await _sdk_post(self.sdk, body)
-            turn.record(stream.response.headers.get("content-type", ""))
+            kind = stream.response.headers.get("content-type", "")
+            turn.record(kind)
+            if _is_json(kind):  # a server that answers whole, not as an event stream
+                content = await stream.response.aread()
+                await stream.close()
+                return _Whole(content, turn)
             _keep_bytes(stream.response, turn)
             return stream
         try:
@@ -91,7 +96,16 @@ class Endpoint:
             finally:
                 response.close()
             raise self.sdk._make_status_error_from_response(self._httpx_response(response, content))
-        turn.record(response.headers.get("content-type", ""))
+        kind = response.headers.get("content-type", "")
+        turn.record(kind)
+        if _is_json(kind):  # a server that answers whole, not as an event stream
+            try:
+                content = await response.read()
+            except _failures() as e:
+                raise self._failure(e) from e
+            finally:
+                response.release()
+            return _Whole(content, turn)
         return _Events(self, response, turn)
 
     def _failure(self, e: BaseException) -> Exception:
@@ -172,6 +186,47 @@ class _Events:
     async def close(self) -> None:
         await self._chunks.aclose()  # now, not by the loop's finalizer (a wake-up per request)
         self.response.release()  # back to the pool when the body was read, else closed
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type.split(";")[0].strip().lower() == "application/json"
+
+
+class _Whole:
+    """A whole ``chat.completion`` where a stream was asked for (a server that does not
+    stream): read as the one chunk it amounts to - the message as a delta, its finish reason
+    and usage - so ``_Turn`` reads it like any stream. A body that is not such an object is
+    no chunk at all, for ``_Turn`` to say what came instead (not an event stream: check the URL)."""
+
+    def __init__(self, content: bytes, turn: Any):
+        turn.keep(content)
+        turn.whole = True
+        self._chunks = self._read(content)
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._chunks
+
+    async def _read(self, content: bytes) -> AsyncIterator[Any]:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            return
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)
+                and isinstance(choices[0].get("message"), dict)):
+            return
+        message, delta = choices[0]["message"], {}
+        if message.get("content"):
+            delta["content"] = message["content"]
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])
+                                   if isinstance(c, dict)]
+        yield {"choices": [{"index": 0, "delta": delta,
+                            "finish_reason": choices[0].get("finish_reason") or "stop"}],
+               **({"usage": data["usage"]} if isinstance(data.get("usage"), dict) else {})}
+
+    async def close(self) -> None:
+        await self._chunks.aclose()
 
 
 class _Lines:

@@ -25,6 +25,7 @@ class _Turn:
         self.finish_reason: str | None = None
         self.usage = Usage()
         self.got_usage = False  # llama-cpp-python's server, among others, never sends it
+        self.whole = False  # the server answered whole, not as an event stream
         self.chunks = 0
         self.content_type = ""
         self.received = bytearray()  # the body's first bytes, to show what a bad answer was
