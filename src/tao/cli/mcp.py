@@ -9,17 +9,25 @@ tools and calls them; with ``--agents`` it also gets ``react``, ``codeact`` and 
 a tool taking a ``task`` and returning the agent's answer. Over stdio the protocol owns stdout,
 so everything else tao would say goes to stderr; over HTTP the server listens on 127.0.0.1 only
 unless ``--host`` says otherwise, and says its URL on stderr (``--port 0``: a free port).
+
+Off localhost a bearer token is required: one is made and printed unless ``--token`` gives it;
+``--no-token`` is allowed for the built-in calculators only, never for ``--agents`` or your
+``--tools`` (tao cannot tell whether they run code or write files). Host and Origin are checked
+on every address (``tao.mcp.access``). The guardrail flags of ``tao run`` (``--deny``,
+``--require-approval``, ``--audit``...) and tao.toml's guardrails hold for every served call.
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated
 
 import typer
 
 from ..errors import TaoError
-from .common import (DEFAULT_TIMEOUT_S, MaxTurnsOpt, ModelOpt, TimeoutOpt, ToolsOpt, app, fail,
-                     pkg)
+from .common import (DEFAULT_TIMEOUT_S, AllowOpt, ApprovalOpt, AuditOpt, DenyOpt, HighRiskOpt,
+                     MaxTurnsOpt, ModelOpt, NoAuditOpt, TimeoutOpt, ToolsOpt, UntrustedOpt, app,
+                     fail, guard_options, locale_language, pkg, settings)
 
 mcp_app = typer.Typer(name="mcp", no_args_is_help=True,
                       help="MCP: serve tao's tools and agents to MCP clients.")
@@ -28,6 +36,7 @@ app.add_typer(mcp_app, name="mcp")
 
 @mcp_app.command("serve")
 def serve_command(
+    ctx: typer.Context,
     tools: ToolsOpt = None,
     agents: Annotated[bool, typer.Option(
         "--agents", help="Also serve each agent (react, codeact, plan) as a tool taking a task; "
@@ -42,36 +51,76 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="The address --http listens on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535,
                                       help="The port --http listens on (0: a free one).")] = 8000,
+    token: Annotated[str | None, typer.Option(
+        "--token", envvar="TAO_MCP_TOKEN", show_default=False,
+        help="--http: every request must carry 'Authorization: Bearer TOKEN' (made and printed "
+        "when --host is not local).")] = None,
+    no_token: Annotated[bool, typer.Option(
+        "--no-token", help="--http off localhost without a token: the built-in calculators only, "
+        "never --agents or --tools.")] = False,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", metavar="NAME", show_default=False,
+        help="--http: another Host name clients reach this server by (repeat it); loopback, the "
+        "bound address and, on 0.0.0.0, this machine's name and addresses are allowed already.")
+    ] = None,
+    allow: AllowOpt = None,
+    deny: DenyOpt = None,
+    require_approval: ApprovalOpt = None,
+    untrusted: UntrustedOpt = None,
+    high_risk: HighRiskOpt = None,
+    audit: AuditOpt = None,
+    no_audit: NoAuditOpt = False,
 ) -> None:
-    """Serve tools (the built-in calculators, or your --tools) and, with --agents, the agents."""
+    """Serve tools (the built-in calculators, or your --tools) and, with --agents, the agents.
+
+    The guardrails hold for each call as in tao run; a call that needs approval is asked of
+    the calling client (MCP elicitation) and refused when the client cannot be asked."""
     import anyio
 
+    from ..mcp.access import ClientApprover, is_local
     from ..mcp.server import AGENTS, agent_tools, build_server, serve_http, serve_stdio
-    from ..tools.loader import ToolLoadError, load_all
 
-    if tools:
-        try:
-            served = load_all(tools)
-        except ToolLoadError as e:
-            raise typer.BadParameter(str(e), param_hint="'--tools'") from None
-    else:
-        from ..tools.calculator import calculate, calculator
-
-        served = [calculate, calculator]
+    s = settings(ctx, tools=tools, model=model, max_turns=max_turns, timeout=timeout)
     kinds = list(agent or (AGENTS if agents else ()))
     for kind in kinds:
         if kind not in AGENTS:
             raise typer.BadParameter(f"{kind!r} is not one of {', '.join(AGENTS)}",
                                      param_hint="'--agent'")
+    if http and not is_local(host):
+        if no_token and token:
+            raise typer.BadParameter("give --token or --no-token, not both")
+        if no_token and (kinds or s.tools):
+            raise fail(f"error: without a token, tao mcp serve on {host} serves the built-in "
+                       f"calculators only: --agents and --tools may run code or write files on "
+                       f"this machine for anyone who reaches the port. Drop --no-token (a token "
+                       f"is made and printed) or give --token.", 2)
+        if not no_token and not token:
+            token = secrets.token_urlsafe(24)
+    if s.tools is not None:
+        served = s.tools
+    else:
+        from ..tools.calculator import calculate, calculator
+
+        served = [calculate, calculator]
+    options = guard_options(config=s.config, allow=allow, deny=deny,
+                            require_approval=require_approval, untrusted=untrusted,
+                            high_risk=high_risk, audit=audit, no_audit=no_audit)
+    lang = locale_language()
+    try:
+        from ..guard.run import Guard
+
+        guard = Guard(**options, approve=ClientApprover(lang))
+    except (TypeError, ValueError) as e:
+        raise fail(f"error: {e}", 2) from None
     extra = []
     if kinds:
         try:
-            chosen = pkg().resolve_model(model, timeout=timeout)
+            chosen = pkg().resolve_model(s.model, timeout=s.timeout)
         except (TaoError, ValueError) as e:
             raise fail(f"error: {e}", 2) from None
-        extra = agent_tools(chosen, served, kinds, max_turns)
+        extra = agent_tools(chosen, served, kinds, s.max_turns)
     try:
-        server = build_server([*served, *extra])
+        server = build_server([*served, *extra], guard=guard, lang=lang)
     except ValueError as e:  # a --tools tool named like an agent
         raise typer.BadParameter(str(e), param_hint="'--tools'") from None
     except ImportError:
@@ -82,9 +131,13 @@ def serve_command(
         if http:
             def announce(url: str) -> None:
                 typer.echo(f"tao mcp serve: listening on {url}", err=True)
+                if token:
+                    typer.echo(f"tao mcp serve: every request must carry the header "
+                               f"'Authorization: Bearer {token}'", err=True)
 
             try:
-                anyio.run(serve_http, server, host, port, announce)
+                anyio.run(lambda: serve_http(server, host, port, announce, token=token,
+                                             allow_hosts=allow_host or ()))
             except OSError as e:  # the port is taken, the address is not ours
                 raise fail(f"error: cannot listen on {host}:{port}: {e.strerror or e}", 2) from None
         else:

@@ -49,15 +49,21 @@ def agent_tools(model: Any, tools: Iterable[Any] = (), kinds: Iterable[str] = tu
     return out
 
 
-def build_server(tools: Iterable[Any], *, name: str = "tao", instructions: str | None = None
-                 ) -> Any:
-    """A low-level ``mcp.server.Server`` serving ``tools`` (tao tools, functions, Toolboxes)."""
+def build_server(tools: Iterable[Any], *, name: str = "tao", instructions: str | None = None,
+                 guard: Any = None, lang: str = "en") -> Any:
+    """A low-level ``mcp.server.Server`` serving ``tools`` (tao tools, functions, Toolboxes).
+
+    ``guard`` (a ``tao.guard.run.Guard``: deny, allow, approval rules, audit log, budgets) holds
+    for every call, as it would in an agent's run: each call is a run of its own in the audit
+    log, and a served agent runs as that run's child, so the same rules hold for the calls it
+    makes. Approval is asked of the calling client (``access.ClientApprover``)."""
     import mcp_types as types
     from mcp.server import Server
 
     from .. import __version__
     from ..messages import ToolCall
     from ..sandbox._io import plain
+    from .access import CALLER
 
     toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
     ids = itertools.count(1)
@@ -69,7 +75,23 @@ def build_server(tools: Iterable[Any], *, name: str = "tao", instructions: str |
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         call = ToolCall(f"mcp-{next(ids)}", params.name, dict(params.arguments or {}))
-        result = await toolbox.execute(call, in_thread=True)  # a sync tool never blocks the server
+        run = None if guard is None else guard.start(f"MCP call of {params.name}", "mcp", "",
+                                                     lang, toolbox)
+        caller = CALLER.set(getattr(ctx, "session", None))
+        try:  # in a thread: a sync tool never blocks the server
+            result = await toolbox.execute(call, in_thread=True, run=run)
+        except Exception as e:  # noqa: BLE001 - a spent budget: this call's error, not the server's
+            from ..tools.base import ToolResult
+
+            result = ToolResult(f"Error: {e}", True, 0.0)
+        finally:
+            CALLER.reset(caller)
+        if run is not None:
+            from ..agents.base import Result
+
+            run.finish(Result(None if result.is_error else result.content,
+                              "error" if result.is_error else "done", 0, 1,
+                              error=result.content if result.is_error else None))
         text = [types.TextContent(type="text", text=result.content)]
         if result.is_error:
             return types.CallToolResult(content=text, is_error=True)
@@ -93,12 +115,17 @@ async def serve_stdio(server: Any) -> None:
 
 
 async def serve_http(server: Any, host: str = "127.0.0.1", port: int = 8000,
-                     announce: Callable[[str], Any] | None = None) -> None:
+                     announce: Callable[[str], Any] | None = None, *, token: str | None = None,
+                     allow_hosts: Iterable[str] = ()) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp``. The socket is bound before serving,
-    so ``port=0`` picks a free port and ``announce`` gets the URL it is actually on."""
+    so ``port=0`` picks a free port and ``announce`` gets the URL it is actually on. ``token``:
+    every request must carry ``Authorization: Bearer TOKEN``. Host and Origin are checked on
+    every bind (``access.transport_security``): the bound address, loopback, ``allow_hosts``."""
     import socket
 
     import uvicorn
+
+    from . import access
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -108,10 +135,14 @@ async def serve_http(server: Any, host: str = "127.0.0.1", port: int = 8000,
     sock.bind((host, port))
     sock.listen(128)
     bound = sock.getsockname()[1]
-    app = server.streamable_http_app(host=host)
+    url = f"http://{f'[{host}]' if ':' in host else host}:{bound}/mcp"
+    app = server.streamable_http_app(
+        host=host, transport_security=access.transport_security(host, allow_hosts),
+        **({"auth": access.auth_settings(url), "token_verifier": access.StaticToken(token)}
+           if token else {}))
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if announce is not None:
-        announce(f"http://{host}:{bound}/mcp")
+        announce(url)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
