@@ -78,9 +78,10 @@ def test_finished_runs_leave_memory_but_not_the_journal(tmp_path: Path, monkeypa
 
 
 def test_a_run_cut_off_by_a_killed_server_is_listed_as_interrupted(tmp_path: Path) -> None:
+    from tao.web.gate import issue, session_key
     from tao.web.sessions import hashed
 
-    cookie = "a-browser-session-0123456789"
+    cookie = issue(session_key(tmp_path))  # the id the server gave this browser before it died
     trace = tmp_path / "web-traces" / "cut.jsonl"
     trace.parent.mkdir()
     trace.write_text('{"type": "run_started", "run_id": "cut", "seq": 1, "ts": 1.0, "task": "t", '

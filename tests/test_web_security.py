@@ -19,7 +19,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sse_starlette")
 
 from openai_server import Error, OpenAIServer, Reply  # noqa: E402
-from web_helpers import MODELS, Served, sse, start  # noqa: E402
+from web_helpers import MODELS, TASK_ZH as TASK, Served, sse, start  # noqa: E402
 
 from tao.models.scripted import ScriptedModel  # noqa: E402
 from tao.web import create_app  # noqa: E402
@@ -196,3 +196,120 @@ def test_another_apps_odd_cookie_on_localhost_does_not_cost_the_session(tmp_path
         odd = f'x y=1; username-localhost-8888="2|1:0|10:17|44:abc="; $$=1; tao_session={sid}'
         r = httpx.get(f"{s.url}/api/runs/{run_id}/replay", headers={"Cookie": odd})
         assert r.status_code == 200 and r.json()["events"][-1]["type"] == "run_finished"
+
+
+# -- issue 24's probes, replayed: what held stays held, what did not now holds --------------------
+
+def test_the_held_probes_still_hold(tmp_path: Path) -> None:
+    body = {"model": {"name": "scripted-zh"}, "task": "1+1"}
+    with Served(app_at(tmp_path)) as s, s.client() as c:
+        for host in ("evil.example", f"127.0.0.1.nip.io:{s.port}", ""):
+            assert c.get("/api/options", headers={"Host": host}).status_code == 400, host
+        for origin in ("http://evil.example", "null"):
+            r = c.post("/api/runs", json=body, headers={"Origin": origin})
+            assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+        deep = "[" * 100_000 + "]" * 100_000
+        r = c.post("/api/runs", content=deep, headers={"Content-Type": "application/json"})
+        assert r.status_code in (400, 422)
+        r = c.post("/api/runs", content="{not json", headers={"Content-Type": "application/json"})
+        assert r.status_code in (400, 422)
+        assert c.get("/api/runs").json()["runs"] == []  # nothing of it ran
+
+
+def test_a_session_id_is_issued_by_the_server_and_never_adopted(tmp_path: Path) -> None:
+    chosen = "attacker-chosen-session-id-0123456789"  # planted from another port of 127.0.0.1
+    with Served(app_at(tmp_path)) as s:
+        def get(path: str, sid: str) -> httpx.Response:
+            return httpx.get(f"{s.url}{path}", headers={"Cookie": f"tao_session={sid}"})
+
+        r = get("/api/runs", chosen)  # the victim's browser, with the planted value
+        cookie = r.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        given = cookie.split("tao_session=", 1)[1].split(";", 1)[0]
+        assert given != chosen and len(given) >= 40
+        with s.client(cookies={"tao_session": given}) as victim:
+            run_id = start(victim, task="受害者的任务")
+            assert sse(victim, run_id)[-1]["data"] == {"status": "done"}
+        r = get("/api/runs", chosen)  # the attacker, with the value they chose
+        assert r.json()["runs"] == [] and get(f"/api/runs/{run_id}/replay", chosen).status_code == 404
+        assert r.headers["set-cookie"].split("tao_session=", 1)[1].split(";")[0] not in (chosen, given)
+        forged = given[:-3] + ("AAA" if not given.endswith("AAA") else "BBB")  # a bad signature
+        r = get("/api/runs", forged)
+        assert r.json()["runs"] == [] and "tao_session=" in r.headers["set-cookie"]
+        r = get("/api/runs", given)
+        assert [x["run_id"] for x in r.json()["runs"]] == [run_id] and "set-cookie" not in r.headers
+    with Served(app_at(tmp_path)) as s:  # a restarted server still knows the ids it gave
+        r = httpx.get(f"{s.url}/api/runs", headers={"Cookie": f"tao_session={given}"})
+        assert [x["run_id"] for x in r.json()["runs"]] == [run_id]
+
+
+def test_a_link_from_another_site_does_not_replace_the_session(tmp_path: Path) -> None:
+    with Served(app_at(tmp_path)) as s:
+        # the browser sends no Strict cookie on it: a cookie set here would replace the user's
+        r = httpx.get(f"{s.url}/", headers={"Sec-Fetch-Site": "cross-site"})
+        assert r.status_code == 200 and "set-cookie" not in r.headers
+        r = httpx.get(f"{s.url}/", headers={"Sec-Fetch-Site": "none"})  # typed in: a session
+        assert "tao_session=" in r.headers["set-cookie"]
+
+
+def test_the_whole_server_caps_its_live_runs(tmp_path: Path) -> None:
+    body = {"model": {"name": "echo"}, "approve": ["calculator"], "task": "15 + 27"}
+    with Served(app_at(tmp_path, max_runs=2)) as s:
+        # no cookie: a new session each time, so the per-session cap alone would not hold
+        codes = [httpx.post(f"{s.url}/api/runs", json=body, timeout=30) for _ in range(3)]
+        assert [r.status_code for r in codes] == [201, 201, 429]
+        assert codes[2].json()["code"] == "server_busy" and "--max-runs" in codes[2].json()["detail"]
+        r = httpx.post(f"{s.url}/api/runs", json=body, headers={"Accept-Language": "zh-CN"})
+        assert r.status_code == 429 and "上限 2" in r.json()["detail"]
+
+
+def test_a_body_over_the_limit_gets_413_before_it_is_read(tmp_path: Path) -> None:
+    big = {"model": {"name": "scripted-zh"}, "task": "x" * 5000}
+    with Served(app_at(tmp_path, max_body=4096)) as s, s.client() as c:
+        r = c.post("/api/runs", json=big)
+        assert r.status_code == 413 and r.json()["code"] == "body_too_big"
+
+        def chunks():  # no Content-Length: counted as it arrives
+            yield b'{"task": "'
+            for _ in range(10):
+                yield b"y" * 1000
+            yield b'"}'
+
+        r = c.post("/api/runs", content=chunks(), headers={"Content-Type": "application/json"})
+        assert r.status_code == 413
+        assert c.get("/api/runs").json()["runs"] == []
+        assert start(c, task="1+1")  # a body under the limit is read as ever
+
+
+def test_a_task_that_is_not_unicode_or_too_long_gets_400_and_nothing_runs(tmp_path: Path) -> None:
+    from tao.runs.journal import Journal
+    from tao.web.setup import MAX_TASK
+
+    with Served(app_at(tmp_path)) as s, s.client() as c:
+        lone = '{"model": {"name": "scripted-zh"}, "task": "\\ud800"}'  # the issue's probe
+        r = c.post("/api/runs", content=lone, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and r.json()["code"] == "not_unicode"
+        r = c.post("/api/compare", content=lone, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400
+        pair = '{"model": {"name": "scripted-zh"}, "tools": [], "task": "\\ud83d\\ude00 是什么？"}'
+        r = c.post("/api/runs", content=pair, headers={"Content-Type": "application/json"})
+        assert r.status_code == 201  # a surrogate pair is a character (😀), not an error
+        r = c.post("/api/runs", json={"model": {"name": "scripted-zh"}, "task": "长" * (MAX_TASK + 1)})
+        assert r.status_code == 400 and r.json()["code"] == "task_too_long"
+        assert len(c.get("/api/runs").json()["runs"]) == 1
+    assert [row["task"] for row in Journal(tmp_path / "runs.db").runs()] == ["😀 是什么？"]
+
+
+def test_every_run_accepted_is_in_history_even_one_that_never_started(tmp_path: Path) -> None:
+    with Served(app_at(tmp_path)) as s, s.client() as c:
+        r = c.post("/api/compare", json={"model": {"name": "slow"}, "task": TASK})
+        assert r.status_code == 201
+        ids = r.json()["run_ids"]
+        c.post(f"/api/runs/{ids['plan']}/cancel")  # queued behind the other two: never starts
+        c.post(f"/api/runs/{ids['react']}/cancel")
+        c.post(f"/api/runs/{ids['codeact']}/cancel")
+        cookie = c.cookies["tao_session"]
+    with Served(app_at(tmp_path)) as s, s.client(cookies={"tao_session": cookie}) as c:
+        listed = {r["run_id"]: r["status"] for r in c.get("/api/runs").json()["runs"]}
+    assert set(listed) == set(ids.values())
+    assert listed[ids["plan"]] == "cancelled"

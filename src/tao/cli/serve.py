@@ -35,6 +35,9 @@ def serve_command(
         help="Where coding runs get their folders (default: beside the journal).")] = None,
     audit: AuditOpt = None,
     no_audit: NoAuditOpt = False,
+    max_runs: Annotated[int, typer.Option(
+        "--max-runs", min=1, help="Runs going at once on the whole server, all users together "
+        "(each holds the embedded model or spends an endpoint's key); more get 429.")] = 16,
 ) -> None:
     """The web workbench: pick an agent, a model and tools, and watch the run live."""
     try:
@@ -48,7 +51,7 @@ def serve_command(
         token = secrets.token_urlsafe(24)
     try:
         web = create_app(token=token, journal=journal, workspace_root=workspaces,
-                         audit=_audit(audit, no_audit))
+                         audit=_audit(audit, no_audit), max_runs=max_runs)
     except Exception as e:  # noqa: BLE001 - a journal that cannot be opened: say it, exit 2
         raise fail(f"error: {e}", 2) from None
     shown = f"[{host}]" if ":" in host else host

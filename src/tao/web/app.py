@@ -36,8 +36,8 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from .. import safe_json
 from ..errors import TaoError
-from .gate import Gate
-from .sessions import Server, Session
+from .gate import MAX_BODY, Gate, session_key
+from .sessions import MAX_RUNS, Server, Session
 from .setup import RunRequest, options
 from .words import Refusal, language, say
 
@@ -81,7 +81,8 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
                workspace_root: str | os.PathLike[str] | None = None,
                journal_fsync: bool = False,
                audit: str | os.PathLike[str] | bool | None = True,
-               audit_fsync: bool = False) -> FastAPI:
+               audit_fsync: bool = False, max_runs: int = MAX_RUNS,
+               max_body: int = MAX_BODY) -> FastAPI:
     """The workbench app. ``token``: every ``/api`` request must carry it (Bearer header or the
     ``tao_token`` cookie that ``/?token=T`` sets); without one only local Host names are
     served (no DNS rebinding). ``journal``: the run journal (default: the user's ``runs.db``).
@@ -97,7 +98,10 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     the runs' API keys are never in it. ``audit_fsync``: fsync each line, as ``tao run`` does;
     off by default for the journal's reason (the guard writes on the event loop: 50 runs at
     once, p95 130 ms with it, 18 ms without); a power cut may then lose the last lines, never
-    the chain's check (``tao audit verify``)."""
+    the chain's check (``tao audit verify``). ``max_runs``: runs going at once on the whole
+    server (429 past it; each session has its own cap too); ``max_body``: the largest request
+    body read, in bytes (413 past it). Session ids are signed with a key kept beside the journal
+    (``web-session.key``), so they survive a restart and no one else can make one up."""
     from ..runs.journal import default_path
 
     jpath = Path(journal) if journal is not None else default_path()
@@ -107,6 +111,7 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
 
         log = AuditLog(None if audit is True else audit, fsync=audit_fsync).check()  # said now
     server = Server(journal=jpath, models=models or {}, fsync=journal_fsync, audit=log,
+                    max_runs=max_runs,
                     workspace_root=Path(workspace_root) if workspace_root is not None
                     else jpath.expanduser().parent / "workspaces")
 
@@ -118,7 +123,8 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     app = FastAPI(title="tao workbench", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     app.state.tao = server
-    app.add_middleware(Gate, token=token)
+    app.add_middleware(Gate, token=token, key=session_key(server.journal_path.parent),
+                       max_body=max_body)
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

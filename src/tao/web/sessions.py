@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -29,12 +28,10 @@ from .words import Refusal
 KEEP, PAST = 200, 200
 #: runs one session may have going at once (a compare is three)
 MAX_LIVE = 8
-
-
-
-
-def new_id() -> str:
-    return secrets.token_urlsafe(24)
+#: runs the whole server may have going at once, all sessions together (``tao serve
+#: --max-runs``): a client sending no cookie gets a new session each time, so the per-session
+#: cap alone bounds nothing; each run holds the embedded model or spends an endpoint's key
+MAX_RUNS = 16
 
 
 def hashed(session_id: str) -> str:
@@ -55,10 +52,12 @@ class Server:
     """What ``create_app`` serves: sessions, the journal, the model factories."""
 
     def __init__(self, *, journal: Any, models: dict[str, Any], workspace_root: Path,
-                 fsync: bool = False, audit: Any = None):
+                 fsync: bool = False, audit: Any = None, max_runs: int = MAX_RUNS):
         from ..runs.journal import Journal
 
-        self.fsync = fsync
+        if max_runs < 1:
+            raise ValueError(f"max_runs must be at least 1, not {max_runs}")
+        self.fsync, self.max_runs = fsync, max_runs
         self.audit = audit  # an AuditLog, or None
         #: the server's own handle on the journal, for listing and finding runs (each run writes
         #: through its own, which carries the run's meta)
@@ -135,6 +134,9 @@ class Server:
 
         if sum(r.live for r in session.runs.values()) >= MAX_LIVE:
             raise Refusal(429, "too_many", n=MAX_LIVE)
+        if sum(r.live for sess in self.sessions.values() for r in sess.runs.values()) \
+                >= self.max_runs:
+            raise Refusal(429, "server_busy", n=self.max_runs)
         session = self.sessions.setdefault(session.id, session)
         run_id = run_id or uuid.uuid4().hex
         trace = self.traces / f"{run_id}.jsonl"
@@ -151,6 +153,11 @@ class Server:
                             workspace_root=self.workspace_root, journal=journal, approver=approver,
                             audit=self.audit)
         built.closers.append(journal.close)
+        try:  # journaled now, while the request waits: every run accepted is in History
+            journal.start(run_id, agent, built.model_name, req.task)
+        except Exception:
+            await close(built)
+            raise
         run = LiveRun(run_id, agent, built.model_name, req.task, secrets=built.secrets,
                       workspace=built.workspace)
         run.approver, run.journal, run.owner = approver, journal, session.key

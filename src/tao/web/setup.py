@@ -27,6 +27,8 @@ AGENTS = ("react", "react-text", "codeact", "plan", "code")
 LOCAL = {"local": "model_local", "local-0.5b": "model_local_05b"}
 #: the tool sets that are part of the package, in the order their tools are given to a run
 BUILT_IN = ("calculators", "weather")
+#: the longest task taken, in characters: a long document belongs in a workspace file
+MAX_TASK = 200_000
 
 
 class ModelChoice(BaseModel):
@@ -179,8 +181,7 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
 
     if agent not in AGENTS:
         raise Refusal(400, "unknown_agent", agent=repr(agent), agents=", ".join(AGENTS))
-    if not req.task.strip():
-        raise Refusal(400, "empty_task")
+    check_task(req.task)
     secrets = (req.model.api_key,) if req.model.api_key else ()
     model = _model(req.model, agent, extra)
     if secrets:
@@ -229,6 +230,18 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
         await close(built)
         raise
     return built
+
+
+def check_task(task: str) -> None:
+    """A task the run, the journal and every log can hold, said before anything is built."""
+    if not task.strip():
+        raise Refusal(400, "empty_task")
+    if len(task) > MAX_TASK:
+        raise Refusal(400, "task_too_long", n=len(task), limit=MAX_TASK)
+    try:
+        task.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Refusal(400, "not_unicode") from None
 
 
 def _workspace(root: Path, language: str) -> Any:
