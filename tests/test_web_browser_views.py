@@ -123,8 +123,7 @@ def test_a_coding_run_lists_the_files_it_wrote(workbench, tmp_path):
     fill_run(page, agent="code", model="coder", task="写一个网页", tools=())
     page.click("#run-button")
     assert finished(page) == "done"
-    link = page.wait_for_selector("#run .files a.file[data-path='index.html']")
-    link.click()
+    page.click("#run .files a.file[data-path='index.html']")  # found again if the list redraws
     page.wait_for_selector("#run .file-view[data-path='index.html']")
     assert page.inner_text("#run .file-view") == page_html
     screenshot(page, "coding_files")
