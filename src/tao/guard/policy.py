@@ -3,7 +3,8 @@
 A rule is the tool's own (``@tool(requires_approval=..., high_risk=..., untrusted_output=...)``)
 or the agent's (``require_approval=``, ``high_risk=``, ``untrusted=`` by tool name), so the tools
 a user did not write (the workspace's ``run_command``) can be gated too. A predicate that raises
-asks for approval: a rule that cannot be evaluated fails closed.
+asks for approval: a rule that cannot be evaluated fails closed. The request then names the rule
+and its error (``why_error``), so whoever approves is not told the arguments matched.
 """
 
 from __future__ import annotations
@@ -16,6 +17,18 @@ from typing import Any
 from ..safe_json import dumps
 
 Rule = bool | Callable[[dict[str, Any]], bool]
+
+
+class Why(str):
+    """A reason ``Policy.check`` gives: a key of ``prompts/guard.toml``, with the ``values`` its
+    text is filled with (``why_error``: the rule that raised, and what it raised)."""
+
+    values: dict[str, str]
+
+    def __new__(cls, key: str, **values: str) -> Why:
+        why = super().__new__(cls, key)
+        why.values = values
+        return why
 
 
 def digest(name: str, arguments: Any) -> str:
@@ -91,7 +104,7 @@ class Policy:
     def check(self, name: str, tool: Any, arguments: dict[str, Any], tainted: bool
               ) -> tuple[str, str]:
         """``("run", "")``, ``("not_allowed" | "denied", "")`` or ``("ask", why)``, where ``why``
-        keys ``prompts/guard.toml``."""
+        keys ``prompts/guard.toml`` (a ``Why`` carries the values its text is filled with)."""
         if name in self.deny:
             return "denied", ""
         if self.allow is not None and name not in self.allow:
@@ -103,8 +116,9 @@ class Policy:
             try:
                 if rule(dict(arguments)):
                     return "ask", "why_match"
-            except Exception:  # noqa: BLE001 - a rule that cannot be evaluated fails closed
-                return "ask", "why_match"
+            except Exception as e:  # noqa: BLE001 - a rule that cannot be evaluated fails closed
+                return "ask", Why("why_error", rule=getattr(rule, "__name__", repr(rule)),
+                                  error=f"{type(e).__name__}: {e}")
         if tainted and (name in self.high_risk or getattr(tool, "high_risk", False)):
             return "ask", "why_tainted"
         return "run", ""

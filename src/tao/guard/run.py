@@ -148,7 +148,8 @@ class Run:
             allowed = ", ".join(sorted(self.policy.allow or ())) or "-"
             return self._refuse(call, tool, verdict, prompts.render(self.t[verdict], tool=call.name,
                                                               allowed=allowed))
-        decision = await self._ask(call, self.t[why], tuple(getattr(tool, "secret", ())))
+        reason = prompts.render(self.t[why], **getattr(why, "values", {}))
+        decision = await self._ask(call, reason, tuple(getattr(tool, "secret", ())))
         if decision.verdict == "rejected":
             text = prompts.render(self.t["rejected"], tool=call.name,
                                   reason=decision.reason or self.t["no_reason"])
