@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .messages import ToolCall
-
-if TYPE_CHECKING:
-    from .agents.base import Result
+from .result import Result
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +209,6 @@ def event_from_dict(d: dict[str, Any]) -> Event:
         c = d["call"]
         d["call"] = ToolCall(c["id"], c["name"], c.get("arguments") or {}, c.get("parse_error"))
     elif cls is RunFinished:
-        from .agents.base import Result
-
         d["result"] = Result.from_dict(d["result"])
     return cls(**d)
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .models.base import ToolSpec
+from .messages import ToolSpec
 
 #: The local model's tool-calling reply: a thought, then either a call or the final answer.
 ACTION_ORDER = ["thought", "tool", "arguments", "final_answer"]

@@ -120,3 +120,13 @@ class Message:
     def from_dict(cls, d: dict[str, Any]) -> Message:
         calls = [ToolCall.from_dict(c) for c in d.get("tool_calls") or []]
         return cls(d["role"], d.get("content") or "", calls, d.get("tool_call_id"), d.get("name"))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What a model needs to know about a tool: name, description, JSON schema of arguments. Here,
+    in the vocabulary, because tools make it, models read it and the grammar compiles it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]

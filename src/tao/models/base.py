@@ -12,16 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message, Usage
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """What a model needs to know about a tool: name, description, JSON schema of arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
+from ..messages import Message, ToolSpec, Usage  # ToolSpec: re-exported (models.base.ToolSpec)
 
 
 @dataclass(slots=True)
