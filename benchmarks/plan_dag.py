@@ -36,9 +36,9 @@ import statistics
 import time
 
 from tao import ReActAgent, ScriptedModel, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.events import PlanCreated
 from tao.models.base import Model
+from tao.plan.agent import PlanExecuteAgent
 
 STEP_S = 0.1
 N = 50

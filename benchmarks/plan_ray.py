@@ -30,7 +30,7 @@ from pathlib import Path
 import ray
 
 from tao import ScriptedModel, tool
-from tao.agents.plan import PlanExecuteAgent
+from tao.plan.agent import PlanExecuteAgent
 
 sys.path.insert(0, str(Path(__file__).parent))
 from plan_dag import N, chain, fan

@@ -9,9 +9,8 @@ import os
 from pathlib import Path
 
 from tao import ReActAgent, ScriptedModel, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
+from tao.plan.agent import PlanExecuteAgent
 from tao.runs import Journal, idempotency_key
-
 
 #: where the tools count their effects (set per trial; the tools are made once: a tool's
 #: argument model costs milliseconds to build)

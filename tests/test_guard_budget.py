@@ -10,8 +10,8 @@ import pytest
 from plan_scripts import SEED_PLAN, SEED_TASK, plan_reply
 
 from tao import CodeActAgent, ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.events import Error, RunFinished, StepStarted
+from tao.plan.agent import PlanExecuteAgent
 
 
 def counter(ran: list, seconds: float = 0.0):

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from tao import CodeActAgent, ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.guard import Decision, matches
+from tao.plan.agent import PlanExecuteAgent
 
 RAN: list[str] = []  # module level: a Ray worker would get a copy of a closure's list
 

@@ -10,10 +10,18 @@ import pytest
 from plan_scripts import SEED_PLAN, SEED_TASK, plan_reply
 
 from tao import CodeActAgent, ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
-from tao.events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution,
-                        ExecutionFinished, Observation, StepFailed, StepStarted)
+from tao.events import (
+    Action,
+    ApprovalDecided,
+    ApprovalRequested,
+    CodeExecution,
+    ExecutionFinished,
+    Observation,
+    StepFailed,
+    StepStarted,
+)
 from tao.guard import Decision, matches
+from tao.plan.agent import PlanExecuteAgent
 
 PROTOCOLS = ["tools", "text", "json"]
 

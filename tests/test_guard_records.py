@@ -7,8 +7,8 @@ from __future__ import annotations
 from plan_scripts import SEED_PLAN, SEED_TASK, plan_reply
 
 from tao import CodeActAgent, ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.guard.audit import entries, verify
+from tao.plan.agent import PlanExecuteAgent
 
 
 @tool(secret=("pin",), requires_approval=lambda args: args["amount"] > 100)

@@ -13,11 +13,17 @@ from plan_scripts import SEED_PLAN, SEED_TASK, plan_reply
 from rich.console import Console
 
 from tao import ReActAgent, ScriptedModel, calculator, tool
-from tao.agents.plan import PlanExecuteAgent
 from tao.cli.code_view import CodeView
-from tao.events import ApprovalDecided, ApprovalRequested, PlanCreated, RunStarted, StepStarted
+from tao.events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    PlanCreated,
+    RunStarted,
+    StepStarted,
+)
 from tao.guard import Decision
 from tao.guard.terminal import SCREEN
+from tao.plan.agent import PlanExecuteAgent
 from tao.sinks.plan_view import PlanView
 
 PROMPT = "批准吗？[y]是 / [n]否 / [e]修改："  # the task is Chinese: so is the run

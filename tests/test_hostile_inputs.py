@@ -17,10 +17,10 @@ import pytest
 from plan_scripts import of, plan_reply, step
 
 from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.agents.text_parser import ParseFailure, parse_arguments, parse_reply
 from tao.events import Error, FinalAnswer, Observation, RunFinished, StepFailed
 from tao.messages import ToolCall
+from tao.plan.agent import PlanExecuteAgent
 from tao.plan.schema import PlanInvalid, load_json
 from tao.safe_json import MAX_DEPTH, dumps
 from tao.sinks import JsonlTrace, read_trace

@@ -10,8 +10,8 @@ import pytest
 from plan_scripts import plan_reply
 
 from tao import ReActAgent, ScriptedModel, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.guard import Decision
+from tao.plan.agent import PlanExecuteAgent
 from tao.runs import Journal, JournalError, idempotency_key
 
 

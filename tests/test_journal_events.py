@@ -10,8 +10,8 @@ import time
 from plan_scripts import SEED_PLAN, SEED_TASK, plan_reply
 
 from tao import ReActAgent, ScriptedModel, calculator, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.events import Nested, Observation, RunFinished, RunStarted, event_from_dict
+from tao.plan.agent import PlanExecuteAgent
 from tao.sinks import JsonlTrace, read_trace
 
 

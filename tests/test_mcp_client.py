@@ -15,8 +15,8 @@ import pytest
 
 from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
 from tao.events import Observation
-from tao.messages import ToolCall
 from tao.mcp import MCPConnectError, MCPServer
+from tao.messages import ToolCall
 from tao.tools.base import Toolbox
 
 DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
@@ -152,7 +152,7 @@ def test_codeact_code_calls_the_servers_tools_and_gets_python_values(server):
 
 
 def test_a_plan_step_calls_a_servers_tool(server):
-    from tao.agents.plan import PlanExecuteAgent
+    from tao.plan.agent import PlanExecuteAgent
 
     plan = {"steps": [{"id": "step1", "description": "add", "tool": "add",
                        "args": {"a": 2, "b": 3}, "depends_on": []},

@@ -6,15 +6,14 @@ sessions. Real ``MemoryStore`` files; the model a ``ScriptedModel``."""
 from __future__ import annotations
 
 import pytest
-
 from cli_pty import launch
 
 from tao import Message, ReActAgent, ScriptedModel, calculator, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.cli.chat import ChatSession
 from tao.memory import MemoryStore
 from tao.memory.extract import rules
 from tao.memory.inject import Memory
+from tao.plan.agent import PlanExecuteAgent
 
 
 @pytest.fixture

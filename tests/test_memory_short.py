@@ -8,10 +8,10 @@ import pytest
 
 from tao import Message, ReActAgent, ScriptedModel, calculator, tool, tool_call
 from tao.agents.codeact import CodeActAgent
-from tao.agents.plan import PlanExecuteAgent
 from tao.memory.inject import Memory
 from tao.memory.short import Counter, Fitter, estimate
 from tao.models.history import WithHistory
+from tao.plan.agent import PlanExecuteAgent
 
 
 def provider_count(messages: list[Message]) -> int:

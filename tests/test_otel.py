@@ -18,8 +18,8 @@ from plan_scripts import plan_reply, sleep_step, sleepy_tools, step  # noqa: E40
 
 import tao  # noqa: E402
 from tao import ReActAgent, ScriptedModel, calculator, tool_call  # noqa: E402
-from tao.agents.plan import PlanExecuteAgent  # noqa: E402
 from tao.plan import agent_as_tool  # noqa: E402
+from tao.plan.agent import PlanExecuteAgent  # noqa: E402
 
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()

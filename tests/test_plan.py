@@ -22,7 +22,6 @@ from plan_scripts import (
 )
 
 from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.events import (
     Error,
     Nested,
@@ -38,6 +37,7 @@ from tao.events import (
     event_from_dict,
 )
 from tao.models.base import Model
+from tao.plan.agent import PlanExecuteAgent
 from tao.tools.base import Toolbox
 
 

@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("openai")
 
 from tao import OpenAIModel, calculator  # noqa: E402
-from tao.agents.plan import PlanExecuteAgent  # noqa: E402
 from tao.events import Error, ModelRetry, StepStarted  # noqa: E402
+from tao.plan.agent import PlanExecuteAgent  # noqa: E402
 
 try:
     from openai_server import Cut, OpenAIServer, Reply

@@ -19,11 +19,19 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from plan_scripts import SEED_PLAN, SEED_TASK, of, price, price_plans, sleep_step, sleepy_tools, step
+from plan_scripts import (
+    SEED_PLAN,
+    SEED_TASK,
+    of,
+    price,
+    price_plans,
+    sleep_step,
+    sleepy_tools,
+    step,
+)
 from plan_scripts import plan_reply as reply
 
 from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.events import (
     FinalAnswer,
     Nested,
@@ -35,6 +43,7 @@ from tao.events import (
     StepSkipped,
     StepStarted,
 )
+from tao.plan.agent import PlanExecuteAgent
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -246,7 +255,7 @@ def test_unknown_executor_is_refused():
 
 
 def test_importing_tao_and_the_plan_agent_does_not_import_ray():
-    code = ("import sys, tao, tao.agents.plan; from tao import PlanExecuteAgent; "
+    code = ("import sys, tao, tao.plan.agent; from tao import PlanExecuteAgent; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from tao import ScriptedModel, Toolbox, calculator, tool
-from tao.agents.plan import PlanExecuteAgent
-from tao.events import (Error, PlanCreated, StepFinished, StepStarted, TokenDelta)
+from tao.events import Error, PlanCreated, StepFinished, StepStarted, TokenDelta
 from tao.models.base import Model
 from tao.plan import PlanInvalid
+from tao.plan.agent import PlanExecuteAgent
 from tao.plan.streaming import StepScanner, read_step
 
 

@@ -12,7 +12,6 @@ import pytest
 from plan_scripts import SEED_PLAN, SEED_TASK, price, price_plans, step
 
 from tao import ReActAgent, ScriptedModel, calculator, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.events import (
     Nested,
     PlanCreated,
@@ -24,6 +23,7 @@ from tao.events import (
     StepStarted,
     Thought,
 )
+from tao.plan.agent import PlanExecuteAgent
 from tao.sinks.plan_view import PlanView, nested_line, runs
 
 

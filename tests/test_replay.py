@@ -7,10 +7,10 @@ import pytest
 from plan_scripts import SEED_PLAN, SEED_TASK, plan_reply
 
 from tao import ReActAgent, ScriptedModel, calculator, tool_call
-from tao.agents.plan import PlanExecuteAgent
 from tao.errors import ScriptExhausted
 from tao.events import Action
 from tao.models.replay import ReplayModel
+from tao.plan.agent import PlanExecuteAgent
 from tao.sinks import JsonlTrace
 
 

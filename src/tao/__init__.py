@@ -25,7 +25,7 @@ __all__ = [
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
 _LAZY = {
-    "PlanExecuteAgent": "tao.agents.plan",
+    "PlanExecuteAgent": "tao.plan.agent",
     "Reflexion": "tao.agents.reflexion",
     "Vote": "tao.agents.vote",
     "CodeActAgent": "tao.agents.codeact",

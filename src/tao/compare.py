@@ -79,12 +79,14 @@ def build(name: str, model: Model, tools: Sequence[Any], max_turns: int = 10) ->
         return ReActAgent(model, tools, protocol=PROTOCOL[name], max_turns=max_turns)
     if name == "codeact":
         try:
-            from .agents.codeact import CodeActAgent  # written alongside: may not be there yet
+            from .agents.codeact import (
+                CodeActAgent,  # written alongside: may not be there yet
+            )
         except Exception as e:  # noqa: BLE001 - missing, or half-written: the row says which
             raise ImportError(f"tao.agents.codeact cannot be imported ({type(e).__name__}: {e})") from e
         return CodeActAgent(model, tools, max_turns=max_turns)
     if name == "plan":
-        from .agents.plan import PlanExecuteAgent
+        from .plan.agent import PlanExecuteAgent
 
         return PlanExecuteAgent(model, tools)
     raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(ARCHITECTURE)}")

@@ -30,6 +30,7 @@ from contextlib import aclosing
 from typing import Any
 
 from .. import prompts
+from ..answers import last_number
 from ..events import Event, RunFinished, RunStarted, Thought
 from ..messages import Usage
 from ..models.sampling import Sampling, sampled
@@ -67,8 +68,6 @@ def _decided(votes: dict[Hashable, list[Result]], left: int) -> bool:
 
 def answer_key(answer: str | None) -> Hashable:
     """What two answers must share to count as the same vote."""
-    from ..evals import last_number
-
     number = last_number(answer)
     if number is not None:
         return number

@@ -15,22 +15,10 @@ Numeric answers (calculator tasks, GSM8K) are scored by the last number in the r
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
-
-
-def last_number(text: str | None) -> float | None:
-    """The last number written in ``text`` (thousands separators allowed), or None."""
-    found = _NUMBER.findall((text or "").replace("，", " "))
-    for raw in reversed(found):
-        try:
-            return float(raw.replace(",", ""))
-        except ValueError:
-            continue
-    return None
+from ..answers import last_number
 
 
 def is_correct(answer: str | None, expected: str | float, tol: float = 1e-6) -> bool:

@@ -1,4 +1,5 @@
-"""The parts of Plan-and-Execute (the agent itself is ``tao.agents.plan.PlanExecuteAgent``).
+"""Plan-and-Execute: the agent (``agent.PlanExecuteAgent``) and its parts, one room above the
+other loops, whose agents its steps may run.
 
 - ``schema``: the plan's JSON schema, reading the planner's reply (``parse_plan``)
 - ``validate``: the checks a plan passes before it runs (tools, dependencies, references, cycles)

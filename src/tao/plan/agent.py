@@ -23,16 +23,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..events import Error, Event, FinalAnswer, Nested, PlanCreated, Replanned, RunFinished, RunStarted
+from ..agents.base import Agent, Result, detect_language, make_guard, make_memory
+from ..events import (
+    Error,
+    Event,
+    FinalAnswer,
+    Nested,
+    PlanCreated,
+    Replanned,
+    RunFinished,
+    RunStarted,
+)
 from ..messages import ToolCall
 from ..models.base import Model
-from ..plan.agent_tool import AgentTool, answer_of, nest
-from ..plan.executor import Attempt, Executor, Outcome
-from ..plan.planner import PlanFailed, Planner, Tally
-from ..plan.references import references, resolve
-from ..plan.schema import Plan, Step
 from ..tools.base import Tool, Toolbox, to_text
-from .base import Agent, Result, detect_language, make_guard, make_memory
+from .agent_tool import AgentTool, answer_of, nest
+from .executor import Attempt, Executor, Outcome
+from .planner import PlanFailed, Planner, Tally
+from .references import references, resolve
+from .schema import Plan, Step
 
 _END = object()
 @dataclass(slots=True)
@@ -101,7 +110,7 @@ class PlanExecuteAgent(Agent):
         self.memory = make_memory(memory)  # tao.memory.Memory: recall, remember, context fitting
         self.toolbox = self.memory.with_tools(tools if isinstance(tools, Toolbox) else Toolbox(tools))
         if executor == "ray":  # lazy: only a Ray agent imports ray; unpicklable tools fail now
-            from ..plan.ray_executor import check_tools, import_ray
+            from .ray_executor import check_tools, import_ray
 
             import_ray()
             check_tools(self.toolbox, local=(AgentTool,))
@@ -139,7 +148,7 @@ class PlanExecuteAgent(Agent):
         guard.enter()  # this task's own context: step agents run under this run's guard
         run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
         if self.executor == "ray":
-            from ..plan.ray_executor import RayTools
+            from .ray_executor import RayTools
 
             run.remote = RayTools(self.toolbox, self.ray_options)
         mem = self.memory.start(task, lang)

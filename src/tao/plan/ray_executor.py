@@ -33,7 +33,7 @@ keep state in a file, a database or a Ray actor; a tool holding a lock, a socket
 cannot be shipped - ``PlanExecuteAgent`` checks every tool when it is made and raises
 ``TypeError`` naming the tool. Results come back pickled too.
 
-Ray is not imported by ``import tao`` (nor by ``tao.agents.plan``); only when an agent with
+Ray is not imported by ``import tao`` (nor by ``tao.plan.agent``); only when an agent with
 ``executor="ray"`` is made. Call ``ray.init(...)`` yourself to choose the cluster; otherwise Ray
 starts a local instance on the first step. ``ray_options`` (e.g. ``{"num_cpus": 0.25}`` for tools
 that wait on I/O rather than compute) go to ``.options()`` of every tool task: with Ray's default
@@ -46,8 +46,15 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..tools.base import (FunctionTool, InvalidArguments, Tool, Toolbox, ToolResult, error_text,
-                          to_text)
+from ..tools.base import (
+    FunctionTool,
+    InvalidArguments,
+    Tool,
+    Toolbox,
+    ToolResult,
+    error_text,
+    to_text,
+)
 
 INSTALL_HINT = "executor='ray' needs Ray: pip install 'tao-agents[ray]'"
 
