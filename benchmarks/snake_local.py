@@ -105,7 +105,7 @@ def one_run(model, seed: int, folder: Path, max_turns: int, check_timeout_s: flo
     ``folder/../<name>.log``."""
     from tao.cli.code import build_coder
     from tao.lang import detect_language
-    from tao.tools.workspace import Workspace
+    from tao.workspace import Workspace
 
     run = Run(seed)
     if getattr(model, "temperature", 0) > 0:  # a LocalModel sampling: this run's own draw

@@ -208,7 +208,7 @@ def test_the_embedded_model_gets_room_for_a_whole_file(tmp_path):
 
 
 def test_a_page_that_throws_is_told_to_the_model_which_writes_it_again(use_model, workdir):
-    from tao.tools import workspace_page
+    from tao.workspace import page as workspace_page
 
     if workspace_page.chromium() is None:  # CI has one (.ci/run): there a missing one fails
         if os.environ.get("TAO_REQUIRE_BROWSER") == "1":

@@ -1,4 +1,4 @@
-"""``tao.toml`` read by ``tao.config.load_config``: what each key gives, and a mistake in the file
+"""``tao.toml`` read by ``tao.factory.config.load_config``: what each key gives, and a mistake in the file
 as a ``ConfigError`` naming the file (the CLI's side of it is in test_cli_tools.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tao.config import ConfigError, load_config
+from tao.factory.config import ConfigError, load_config
 
 
 def write(folder, text: str):

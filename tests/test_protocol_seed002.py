@@ -74,7 +74,7 @@ def test_the_seed_002_agent_writes_three_files_and_finishes():
 
 
 def test_the_real_workspace_tools_take_the_seed_002_form(tmp_path):
-    from tao.tools.workspace import Workspace
+    from tao.workspace import Workspace
 
     ws = Workspace(tmp_path / "workspace", sandbox=False)  # write_file, read_file, list_dir, edit_file
     events = []

@@ -84,10 +84,6 @@ def test_a_resumed_run_that_read_untrusted_content_still_asks_before_a_high_risk
     assert clean.run("list the files").ok and ran == ["ls"] and len(asked) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="a replayed untrusted result taints the resumed run but "
-                   "does not count as a read (Run._reads), so the output of CodeAct code that "
-                   "printed it is shown unfenced after a resume; door_replayed has no tool to ask "
-                   "policy.is_untrusted about (Toolbox.execute would have to pass it)")
 @(skip_mark("bwrap") or (lambda f: f))
 def test_codeact_code_that_printed_an_untrusted_page_is_fenced_after_a_resume_too(tmp_path):
     journal = tmp_path / "runs.db"

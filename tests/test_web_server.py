@@ -36,7 +36,7 @@ def test_a_chinese_run_streams_thought_action_observation_answer_in_order(served
         assert c.get("/").status_code == 200 and "tao_session" in c.cookies
         options = c.get("/api/options", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).json()
         assert options["lang"] == "zh" and "scripted-zh" in [m["name"] for m in options["models"]]
-        assert options["agents"] == ["react", "react-text", "codeact", "plan", "code"]
+        assert options["agents"] == ["react", "react-text", "react-json", "codeact", "plan", "code"]
         run_id = start(c)
         messages = sse(c, run_id)
     *events, end = messages

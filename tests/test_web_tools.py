@@ -66,7 +66,7 @@ def test_the_weather_demo_answers_in_the_language_it_is_asked_in(tmp_path: Path)
 
 
 def test_each_tool_set_is_offered_with_its_tools_from_the_package_itself(tmp_path: Path) -> None:
-    from tao.tools.workspace import Workspace
+    from tao.workspace import Workspace
 
     app = create_app(journal=tmp_path / "runs.db", workspace_root=tmp_path / "ws")
     with Served(app) as s, s.client() as c:

@@ -15,9 +15,10 @@ from tao import ReActAgent, ScriptedModel, calculator, tool_call
 from tao.events import Observation
 from tao.messages import ToolCall
 from tao.sandbox import SandboxUnavailable, backend_problem
-from tao.tools import Toolbox, Workspace
-from tao.tools import safe_path
-from tao.tools.workspace import WorkspaceError
+from tao.tools import Toolbox
+from tao.workspace import Workspace
+from tao.workspace import safe_path
+from tao.workspace import WorkspaceError
 
 from sandbox_backends import skip_mark
 
@@ -165,7 +166,7 @@ def test_a_process_killed_mid_write_leaves_the_old_file_whole(tmp_path):
     ws.write_file("game.js", GAME)
     script = textwrap.dedent(f"""
         import os, signal
-        from tao.tools import Workspace, safe_path
+        from tao.workspace import Workspace, safe_path
         ws = Workspace({str(tmp_path)!r}, sandbox=False, max_write_bytes=64 << 20)
         safe_path.os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
         ws.write_file("game.js", "x" * (32 << 20))

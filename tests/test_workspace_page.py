@@ -14,8 +14,8 @@ import threading
 
 import pytest
 
-from tao.tools import workspace_page
-from tao.tools.workspace import Workspace
+from tao.workspace import page as workspace_page
+from tao.workspace import Workspace
 
 PAGE = ('<!DOCTYPE html>\n<html>\n<head><link rel="stylesheet" href="style.css"></head>\n<body>\n'
         '<canvas id="game" width="200" height="200"></canvas>\n<script src="game.js"></script>\n'

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tao.messages import ToolCall
-from tao.tools import Workspace
+from tao.workspace import Workspace
 
 from sandbox_backends import skip_mark
 
@@ -223,7 +223,7 @@ def test_a_fifo_made_by_run_command_does_not_hang_a_read(tmp_path):
 def test_a_fifo_swapped_in_after_the_check_does_not_hang_either(box, tmp_path):
     """The open is non-blocking and fstat decides: even a FIFO that appears between the lstat
     and the open is refused at once (simulated by making the lstat see a regular file)."""
-    from tao.tools import safe_path
+    from tao.workspace import safe_path
 
     os.mkfifo(tmp_path / "ws" / "pipe")
     real = safe_path.lstat_at

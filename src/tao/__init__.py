@@ -32,7 +32,7 @@ _LAZY = {
     "OpenAIModel": "tao.models.openai",
     "LocalModel": "tao.models.local",
     "resolve_model": "tao.models.resolve",
-    "Workspace": "tao.tools.workspace",
+    "Workspace": "tao.workspace",
     "ApprovalRequest": "tao.guard",  # the guardrails: approve= callbacks get and return these
     "Decision": "tao.guard",
     "BudgetExceeded": "tao.guard",

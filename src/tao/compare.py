@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from .events import Event, ExecutionFinished, StepStarted
+from .factory import ARCHITECTURE, PROTOCOL, UNIT, AgentSpec, build_agent  # noqa: F401
 from .models.base import Model
 
 if TYPE_CHECKING:
@@ -32,16 +33,8 @@ if TYPE_CHECKING:
 
     from .agents.base import Agent, Result
 
+#: the agents compared when none are named: one of each architecture
 AGENTS = ("react", "codeact", "plan")
-ARCHITECTURE = {"react": "ReAct", "react-text": "ReAct (text protocol)",
-                "react-json": "ReAct (JSON decisions)", "codeact": "CodeAct", "plan": "Plan-and-Execute"}
-#: what the "actions" column counts for each agent
-UNIT = {"react": "tool calls", "react-text": "tool calls", "react-json": "tool calls",
-        "codeact": "executions", "plan": "steps"}
-#: the ReAct protocol each ReAct agent name speaks
-PROTOCOL = {"react": "tools", "react-text": "text", "react-json": "json"}
-
-
 @dataclass(slots=True)
 class Row:
     """One agent's run of the task. ``actions`` is tool calls (ReAct), code executions (CodeAct)
@@ -72,24 +65,9 @@ class Row:
 
 
 def build(name: str, model: Model, tools: Sequence[Any], max_turns: int = 10) -> Agent:
-    """The agent ``name`` names; ``ImportError`` when its module cannot be imported (CodeAct)."""
-    if name in PROTOCOL:
-        from .agents.react import ReActAgent
-
-        return ReActAgent(model, tools, protocol=PROTOCOL[name], max_turns=max_turns)
-    if name == "codeact":
-        try:
-            from .agents.codeact import (
-                CodeActAgent,  # written alongside: may not be there yet
-            )
-        except Exception as e:  # noqa: BLE001 - missing, or half-written: the row says which
-            raise ImportError(f"tao.agents.codeact cannot be imported ({type(e).__name__}: {e})") from e
-        return CodeActAgent(model, tools, max_turns=max_turns)
-    if name == "plan":
-        from .plan.agent import PlanExecuteAgent
-
-        return PlanExecuteAgent(model, tools)
-    raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(ARCHITECTURE)}")
+    """The agent ``name`` names (``tao.factory.build_agent``); ``ImportError`` when its module
+    cannot be imported (CodeAct)."""
+    return build_agent(AgentSpec(name, max_turns, tools), model)
 
 
 def compare(task: str, model: Model | Mapping[str, Model] | Callable[[str], Model],

@@ -130,3 +130,14 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+
+
+def model_key(messages: Any) -> str:
+    """What identifies a model call: a hash of the messages it was sent. The journal stores
+    replies under it and a ``ReplayModel`` looks them up by it, so it lives with the messages."""
+    import hashlib
+
+    from .safe_json import dumps
+
+    body = dumps([m.to_dict() for m in messages], sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -27,9 +27,6 @@ _PROVIDER: Any = None  # the provider tao built, when it built one
 #: (``AgentTool``), whose events do not pass through its parent's stream, reports to
 SINK: ContextVar[Any] = ContextVar("tao_otel_sink", default=None)
 
-#: model calls recorded at the model door, per run id, until the run's sink turns them into spans
-CALLS: dict[str, list[tuple[int, int, str, str, int, int]]] = {}
-
 #: ``gen_ai.provider.name`` by model class: an OpenAI-compatible server is "openai" unless known
 PROVIDERS = {"OpenAIModel": "openai", "LocalModel": "llama_cpp", "ScriptedModel": "tao.scripted"}
 
@@ -129,6 +126,7 @@ def traced_model(model: Any, run_id: str) -> Any:
     """``model`` with each call's start, end, response model and usage recorded for run
     ``run_id``'s sink (``guard.run.Run.wrap`` applies it to every agent's model)."""
     from .models.base import Model, ModelResponse
+    from .sinks.otel import CALLS
 
     base = model
     while "inner" in getattr(base, "__dict__", {}):  # the door's own wrappers (budget, journal)

@@ -38,7 +38,7 @@ def _texts(lang: str) -> dict[str, Any]:
 
 def _log_path(file: Path | None) -> Path:
     """FILE, else ``audit`` in ``tao.toml`` when it sets one, else the user data directory."""
-    from ..config import ConfigError, load_config
+    from ..factory.config import ConfigError, load_config
     from ..guard.audit import default_path
 
     if file is not None:

@@ -27,16 +27,14 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import TaoError
+from ..factory import AGENTS as NAMES
 from ..lang import detect_language
 from ..messages import Message
-from .common import (ASK, DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
-                     DenyOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
-                     MaxTokensOpt, MaxToolCallsOpt, McpOpt, ModelOpt, NoAuditOpt, TimeoutOpt,
-                     ToolsOpt, close_mcp, open_mcp, with_mcp,
-                     UntrustedOpt, app, data_dir, fail, guard_options, locale_language, pkg,
-                     settings)
+from .common import (ASK, AgentKind, AgentOpt, DEFAULT_TIMEOUT_S, McpOpt, ModelOpt, TimeoutOpt,
+                     ToolsOpt, app, close_mcp, data_dir, fail, guard_options, guardrail_flags,
+                     locale_language, open_mcp, pkg, settings, with_mcp)
 
-AGENTS = [k.value for k in AgentKind]
+AGENTS = list(NAMES)
 TEXTS = {
     "zh": {
         "welcome": "tao chat · {agent} · {model} · 工具：{tools}。/help 查看命令，Ctrl-D 退出。",
@@ -255,6 +253,7 @@ class _LineHistory:
 
 
 @app.command("chat")
+@guardrail_flags()
 def chat_command(
     ctx: typer.Context,
     agent: AgentOpt = AgentKind.react,
@@ -263,11 +262,8 @@ def chat_command(
     max_turns: Annotated[int, typer.Option("--max-turns", min=1,
                                            help="Turn budget of each answer.")] = 10,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
-    allow: AllowOpt = None, deny: DenyOpt = None, require_approval: ApprovalOpt = None,
-    untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
-    no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
-    max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
-    max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
+    mcp: McpOpt = None,
+    guard_flags: dict[str, Any] | None = None,
     memory: Annotated[bool, typer.Option(
         "--memory/--no-memory", help="Remember what you say about yourself across sessions "
         "(<data dir>/memory.sqlite3).")] = True,
@@ -284,10 +280,7 @@ def chat_command(
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
-    guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
-                          untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
-                          max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
-                          max_tool_calls=max_tool_calls, max_repeats=max_repeats)
+    guard = guard_options(config=s.config, **(guard_flags or {}))
     servers = open_mcp(mcp, s.config)  # started once, for every question of the session
     import getpass
 

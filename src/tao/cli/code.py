@@ -4,7 +4,7 @@
     tao code "a todo app in one index.html" --workspace todo --model openai
     tao code                      # asks: 你想让 Agent 做什么？ / What should the agent do?
 
-A ReAct agent with the text protocol and the workspace tools (``tao.tools.workspace``: write,
+A ReAct agent with the text protocol and the workspace tools (``tao.workspace``: write,
 read, list and edit files, run commands in a sandbox), plus any ``--tools`` of yours. The reply
 streams as it is written; each turn's observation says what was written; the run ends with every
 file in the workspace and its size. Ctrl-C stops the run (exit 130) and the files written so far
@@ -20,12 +20,9 @@ import typer
 
 from ..errors import TaoError
 from ..lang import detect_language
-from .common import (ASK, DEFAULT_TIMEOUT_S, AllowOpt, ApprovalOpt, AuditOpt, DenyOpt,
-                     HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt, MaxTokensOpt,
-                     MaxToolCallsOpt, McpOpt, ModelOpt, NoAuditOpt, TaskArg, TaskFileOpt,
-                     TimeoutOpt, close_mcp, open_mcp,
-                     UntrustedOpt, app, fail, guard_options, is_config_error, locale_language,
-                     open_trace, pkg, read_task, settings)
+from .common import (ASK, DEFAULT_TIMEOUT_S, McpOpt, ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt,
+                     app, close_mcp, fail, guard_options, guardrail_flags, is_config_error,
+                     locale_language, open_mcp, open_trace, pkg, read_task, settings)
 
 SANDBOXES = ("bwrap", "subprocess", "docker", "none")
 
@@ -70,39 +67,16 @@ def for_coding(model: Any) -> Any:
 
 
 #: what ``tao code`` asks about by default: commands that delete, fetch or take root
-DANGEROUS = r"\b(rm|rmdir|curl|wget|sudo|su|chmod|chown|dd|mkfs|shutdown|reboot)\b"
-
-
 def build_coder(model: Any, workspace: Any, max_turns: int = 15, **guard: Any) -> Any:
-    """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
-    ``run_command`` matching ``DANGEROUS`` needs approval, and so does what ``require_approval``
-    adds;
-    ``guard``: the other guardrail keywords."""
-    from ..agents.react import ReActAgent
-    from ..guard.policy import any_of, matches
+    """The coding agent on ``workspace`` (``tao.factory``: ReAct, text protocol, a dangerous
+    ``run_command`` asked about); ``guard``: the guardrail keywords."""
+    from ..factory import CODER, AgentSpec, build_agent
 
-    names = guard.pop("require_approval", None) or ()
-    rules: dict[str, Any] = {"run_command": matches(DANGEROUS, "command")}
-    for name, rule in (names if isinstance(names, dict) else dict.fromkeys(names, True)).items():
-        rules[name] = any_of(rules.get(name, False), rule)  # a rule given adds to the built-in
-    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
-                      system_prompt=coder_prompt(workspace), require_approval=rules, **guard)
-
-
-def coder_prompt(workspace: Any) -> str:
-    """Seed 002's protocol prompt for ``workspace``'s tools, then tao code's rules for writing a
-    project (``prompts/code.toml``), in the workspace's language."""
-    from .. import prompts
-    from ..agents.protocols import TextProtocol
-    from ..tools.base import Toolbox
-
-    lang = getattr(workspace, "language", "en")
-    tools = workspace if isinstance(workspace, Toolbox) else Toolbox(list(workspace))
-    return (TextProtocol().system_prompt(lang, tools) + "\n\n" +
-            prompts.table("code")[lang]["rules"].rstrip())
+    return build_agent(AgentSpec(CODER, max_turns, guard=guard, workspace=workspace), model)
 
 
 @app.command("code")
+@guardrail_flags()
 def code_command(
     ctx: typer.Context,
     task: TaskArg = None,
@@ -123,11 +97,8 @@ def code_command(
         "none leaves run_command out (files only).")] = None,
     trace: Annotated[Path | None, typer.Option(
         "--trace", dir_okay=False, help="Write every event to this JSONL file.")] = None,
-    allow: AllowOpt = None, deny: DenyOpt = None, require_approval: ApprovalOpt = None,
-    untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
-    no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
-    max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
-    max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
+    mcp: McpOpt = None,
+    guard_flags: dict[str, Any] | None = None,
 ) -> None:
     """The coding agent: writes the project TASK asks for into --workspace, file by file.
 
@@ -140,10 +111,7 @@ def code_command(
                                  param_hint="'--sandbox'")
     s = settings(ctx, tools=tools, workspace=workspace, model=model, max_turns=max_turns,
                  timeout=timeout)
-    guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
-                          untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
-                          max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
-                          max_tool_calls=max_tool_calls, max_repeats=max_repeats)
+    guard = guard_options(config=s.config, **(guard_flags or {}))
     task = read_task(task, task_file) if task is not None or task_file is not None \
         else ask_task(locale_language())
     language = detect_language(task)
@@ -185,7 +153,7 @@ def _workspace(root: Path, language: str, sandbox: str | None, extra: Any) -> An
     """The ``Workspace`` toolbox on ``root`` with the user's tools added; what cannot be made
     (no sandbox here, a folder that cannot be created, a tool named like a workspace tool) is a
     usage error."""
-    from ..tools.workspace import Workspace  # heavy (sandbox) and written alongside: lazily
+    from ..workspace import Workspace  # heavy (sandbox) and written alongside: lazily
 
     kind: str | bool | None = False if sandbox == "none" else sandbox
     try:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..paths import data_dir
 from ..errors import LocalModelError, ModelConfigError
+from ..factory import AGENTS
 
 if TYPE_CHECKING:
     from ..tools.base import Tool
@@ -34,12 +36,8 @@ def pkg() -> ModuleType:
     return tao.cli
 
 
-class AgentKind(str, Enum):
-    react = "react"
-    react_text = "react-text"
-    react_json = "react-json"
-    codeact = "codeact"
-    plan = "plan"
+#: ``--agent``'s choices: the factory's agent names (``tao.factory.AGENTS``)
+AgentKind = Enum("AgentKind", {name.replace("-", "_"): name for name in AGENTS}, type=str)
 
 
 def read_task(task: str | None, task_file: Path | None = None) -> str:
@@ -93,17 +91,6 @@ def locale_language() -> str:
     return "en"
 
 
-def data_dir() -> Path:
-    """Where tao keeps what a user makes (the chat's line history): ``$TAO_DATA_DIR``, else
-    ``$XDG_DATA_HOME/tao``, else ``~/.local/share/tao`` (made when first written)."""
-    import os
-
-    if os.environ.get("TAO_DATA_DIR"):
-        return Path(os.environ["TAO_DATA_DIR"])
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "tao"
-
-
 def check_timeout(timeout: float) -> None:
     if not (timeout > 0 and math.isfinite(timeout)):
         raise typer.BadParameter(f"must be a number of seconds above 0, not {timeout}",
@@ -152,7 +139,7 @@ class Settings:
     timeout: float
     tools: list[Tool] | None
     workspace: Path | None = None
-    config: Any = None  # the tao.toml read (``tao.config.Config``): its guardrails, for guard_options
+    config: Any = None  # the tao.toml read (``tao.factory.config.Config``): its guardrails, for guard_options
 
 
 def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | None = None,
@@ -162,7 +149,7 @@ def settings(ctx: typer.Context, *, tools: list[str] | None, workspace: Path | N
     command's options by parameter name: ``model``, ``max_turns``, ``timeout`` and, where the
     command has one, ``agent``. A bad file, a bad value in it or tools that cannot be loaded are
     usage errors (exit 2), before any model is built."""
-    from ..config import ConfigError, load_config
+    from ..factory.config import ConfigError, load_config
     from ..tools.loader import ToolLoadError, load_all
 
     try:
@@ -233,9 +220,8 @@ def open_mcp(given: list[str] | None, config: Any = None, timeout: float = 30.0)
     any model is paid, and the ones already started are closed. A command gets the user's
     environment, as it would from their shell (the library's default is the SDK's short safe
     list), so ``tao mcp serve --model openai`` started this way finds its key."""
-    import os
-    import re
-    import shlex
+    from ..factory.servers import open_servers
+    from ..mcp import MCPConnectError
 
     specs = list(given or ())
     base = None
@@ -243,27 +229,12 @@ def open_mcp(given: list[str] | None, config: Any = None, timeout: float = 30.0)
         specs, base = list(config.mcp), config.base
     if not specs:
         return []
-    from ..mcp import MCPConnectError, MCPServer
-
-    servers: list[Any] = []
     try:
-        for spec in specs:
-            spec = spec.strip()
-            try:
-                server = (MCPServer(url=spec, timeout=timeout) if re.match(r"^https?://", spec)
-                          else MCPServer(command=shlex.split(spec), cwd=base, timeout=timeout,
-                                         env=dict(os.environ)))
-            except ValueError as e:
-                raise typer.BadParameter(f"{spec!r}: {e}", param_hint="'--mcp'") from None
-            servers.append(server)
-            server.connect()
+        return open_servers(specs, base, timeout)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="'--mcp'") from None
     except MCPConnectError as e:
-        close_mcp(servers)
         raise fail(f"error: {e}", 2) from None
-    except BaseException:
-        close_mcp(servers)
-        raise
-    return servers
 
 
 def with_mcp(tools: list[Any] | None, servers: list[Any]) -> list[Any] | None:
@@ -279,8 +250,9 @@ def with_mcp(tools: list[Any] | None, servers: list[Any]) -> list[Any] | None:
 
 
 def close_mcp(servers: list[Any]) -> None:
-    for server in servers:
-        server.close()  # never raises
+    from ..factory.servers import close_servers
+
+    close_servers(servers)
 
 
 # -- guardrails (tao.guard): the same flags on run, code and chat ---------------------------------
@@ -318,6 +290,44 @@ MaxToolCallsOpt = Annotated[int | None, typer.Option(
 MaxRepeatsOpt = Annotated[int | None, typer.Option(
     "--max-repeats", min=1, show_default=False,
     help="The same call (tool and arguments) may be made this many times; one more ends the run.")]
+
+
+#: the guardrails' flags, by keyword: (type with its option, default)
+POLICY_FLAGS: dict[str, tuple[Any, Any]] = {
+    "allow": (AllowOpt, None), "deny": (DenyOpt, None), "require_approval": (ApprovalOpt, None),
+    "untrusted": (UntrustedOpt, None), "high_risk": (HighRiskOpt, None),
+    "audit": (AuditOpt, None), "no_audit": (NoAuditOpt, False)}
+BUDGET_FLAGS: dict[str, tuple[Any, Any]] = {
+    "max_tokens": (MaxTokensOpt, None), "max_cost": (MaxCostOpt, None),
+    "max_seconds": (MaxSecondsOpt, None), "max_tool_calls": (MaxToolCallsOpt, None),
+    "max_repeats": (MaxRepeatsOpt, None)}
+
+
+def guardrail_flags(budgets: bool = True) -> Any:
+    """The guardrails' flags, declared once for every command that runs tools: the decorated
+    command gets them as options (``--allow`` ... ``--no-audit``, and the budgets unless
+    ``budgets=False``) and receives their values as one ``guard_flags`` dict, which
+    ``guard_options(config=..., **guard_flags)`` reads."""
+    import functools
+    import inspect
+
+    flags = {**POLICY_FLAGS, **(BUDGET_FLAGS if budgets else {})}
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                               annotation=kind) for name, (kind, default) in flags.items()]
+
+    def decorate(command: Any) -> Any:
+        sig = inspect.signature(command, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "guard_flags"]
+
+        @functools.wraps(command)
+        def with_flags(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name, default) for name, (_, default) in flags.items()}
+            return command(*args, guard_flags=given, **kwargs)
+
+        with_flags.__signature__ = sig.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        return with_flags
+
+    return decorate
 
 
 def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = None,
@@ -360,14 +370,10 @@ def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = No
     if rules:  # names only: a list, as the flag gives it; with a file's regex: name -> rule
         options["require_approval"] = list(rules) if all(r is True for r in rules.values()) \
             else rules
-    from_file = getattr(config, "audit", None)
-    if no_audit or (audit is None and from_file is False):
-        pass
-    elif audit is not None:
-        options["audit"] = audit
-    else:
-        options["audit"] = (config.base / Path(from_file).expanduser()  # "~/logs/a.jsonl" too
-                            if isinstance(from_file, str) else True)
+    from ..factory.config import audit_target
+
+    if (target := audit_target(audit, no_audit, config)) is not False:
+        options["audit"] = target
     if "audit" in options:  # one that cannot be written: said now, before any model is loaded
         from ..guard.audit import AuditError, AuditLog
 
@@ -378,7 +384,7 @@ def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = No
     return options
 
 
-__all__ = ["ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
+__all__ = ["BUDGET_FLAGS", "POLICY_FLAGS", "guardrail_flags", "ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
            "McpOpt", "close_mcp", "open_mcp", "with_mcp",
            "ModelOpt", "Settings", "TaskArg", "TaskFileOpt", "TimeoutOpt", "ToolsOpt", "app",
            "check_timeout", "data_dir", "fail", "guard_options", "is_config_error", "locale_language", "pkg", "read_task", "settings"]

@@ -13,21 +13,20 @@ unless ``--host`` says otherwise, and says its URL on stderr (``--port 0``: a fr
 Off localhost a bearer token is required: one is made and printed unless ``--token`` gives it;
 ``--no-token`` is allowed for the built-in calculators only, never for ``--agents`` or your
 ``--tools`` (tao cannot tell whether they run code or write files). Host and Origin are checked
-on every address (``tao.mcp.access``). The guardrail flags of ``tao run`` (``--deny``,
+on every address (``tao.mcp_server.access``). The guardrail flags of ``tao run`` (``--deny``,
 ``--require-approval``, ``--audit``...) and tao.toml's guardrails hold for every served call.
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ..errors import TaoError
-from .common import (DEFAULT_TIMEOUT_S, AllowOpt, ApprovalOpt, AuditOpt, DenyOpt, HighRiskOpt,
-                     MaxTurnsOpt, ModelOpt, NoAuditOpt, TimeoutOpt, ToolsOpt, UntrustedOpt, app,
-                     fail, guard_options, locale_language, pkg, settings)
+from .common import (DEFAULT_TIMEOUT_S, MaxTurnsOpt, ModelOpt, TimeoutOpt, ToolsOpt, app, fail,
+                     guard_options, guardrail_flags, locale_language, pkg, settings)
 
 mcp_app = typer.Typer(name="mcp", no_args_is_help=True,
                       help="MCP: serve tao's tools and agents to MCP clients.")
@@ -35,6 +34,7 @@ app.add_typer(mcp_app, name="mcp")
 
 
 @mcp_app.command("serve")
+@guardrail_flags(budgets=False)
 def serve_command(
     ctx: typer.Context,
     tools: ToolsOpt = None,
@@ -63,13 +63,7 @@ def serve_command(
         help="--http: another Host name clients reach this server by (repeat it); loopback, the "
         "bound address and, on 0.0.0.0, this machine's name and addresses are allowed already.")
     ] = None,
-    allow: AllowOpt = None,
-    deny: DenyOpt = None,
-    require_approval: ApprovalOpt = None,
-    untrusted: UntrustedOpt = None,
-    high_risk: HighRiskOpt = None,
-    audit: AuditOpt = None,
-    no_audit: NoAuditOpt = False,
+    guard_flags: dict[str, Any] | None = None,
 ) -> None:
     """Serve tools (the built-in calculators, or your --tools) and, with --agents, the agents.
 
@@ -77,8 +71,8 @@ def serve_command(
     the calling client (MCP elicitation) and refused when the client cannot be asked."""
     import anyio
 
-    from ..mcp.access import ClientApprover, is_local
-    from ..mcp.server import AGENTS, agent_tools, build_server, serve_http, serve_stdio
+    from ..mcp_server.access import ClientApprover, is_local
+    from ..mcp_server.server import AGENTS, agent_tools, build_server, serve_http, serve_stdio
 
     s = settings(ctx, tools=tools, model=model, max_turns=max_turns, timeout=timeout)
     kinds = list(agent or (AGENTS if agents else ()))
@@ -102,9 +96,7 @@ def serve_command(
         from ..tools.calculator import calculate, calculator
 
         served = [calculate, calculator]
-    options = guard_options(config=s.config, allow=allow, deny=deny,
-                            require_approval=require_approval, untrusted=untrusted,
-                            high_risk=high_risk, audit=audit, no_audit=no_audit)
+    options = guard_options(config=s.config, **(guard_flags or {}))
     lang = locale_language()
     try:
         from ..guard.run import Guard

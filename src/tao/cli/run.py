@@ -14,12 +14,10 @@ from .. import safe_json
 from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
-from .common import (DEFAULT_TIMEOUT_S, AgentKind, AgentOpt, AllowOpt, ApprovalOpt, AuditOpt,
-                     DenyOpt, JournalOpt, HighRiskOpt, MaxCostOpt, MaxRepeatsOpt, MaxSecondsOpt,
-                     MaxTokensOpt, MaxToolCallsOpt, MaxTurnsOpt, McpOpt, ModelOpt, NoAuditOpt,
-                     TaskArg, close_mcp, open_mcp, with_mcp,
-                     TaskFileOpt, TimeoutOpt, ToolsOpt, UntrustedOpt, app, fail, guard_options,
-                     is_config_error, open_trace, pkg, read_task, settings)
+from .common import (AgentKind, AgentOpt, DEFAULT_TIMEOUT_S, JournalOpt, MaxTurnsOpt, McpOpt,
+                     ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt, ToolsOpt, app, close_mcp, fail,
+                     guard_options, guardrail_flags, is_config_error, open_mcp, open_trace, pkg,
+                     read_task, settings, with_mcp)
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
@@ -29,24 +27,9 @@ def build_agent(agent: str, model: Model, max_turns: int = 10,
     adds the seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or
     ``$TAO_SANDBOX``. ``guard``: the guardrails' keywords (``guard_options``); ``memory``: the
     agent's ``memory=`` (``tao.memory.inject.Memory``); ``votes`` > 1: inside ``tao.Vote``."""
-    from ..agents.base import make_guard, make_memory
-    from ..compare import build
+    from ..factory import AgentSpec, build_agent as build
 
-    if tools is None:
-        from ..tools.calculator import calculate, calculator
-
-        tools = [calculate, calculator]
-    built = build(getattr(agent, "value", agent), model, tools, max_turns)
-    if guard:
-        built.guard = make_guard(guard)
-    if memory is not None:
-        built.memory = make_memory(memory)
-        built.toolbox = built.memory.with_tools(built.toolbox)
-    if votes > 1:
-        from ..agents.vote import Vote
-
-        built = Vote(built, n=votes)
-    return built
+    return build(AgentSpec(agent, max_turns, tools, guard or {}, memory, votes), model)
 
 
 def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
@@ -87,6 +70,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
 
 
 @app.command("run")
+@guardrail_flags()
 def run_command(
     ctx: typer.Context,
     task: TaskArg = None,
@@ -104,11 +88,8 @@ def run_command(
     max_turns: MaxTurnsOpt = 10,
     tools: ToolsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
-    allow: AllowOpt = None, deny: DenyOpt = None, require_approval: ApprovalOpt = None,
-    untrusted: UntrustedOpt = None, high_risk: HighRiskOpt = None, audit: AuditOpt = None,
-    no_audit: NoAuditOpt = False, max_tokens: MaxTokensOpt = None, max_cost: MaxCostOpt = None,
-    max_seconds: MaxSecondsOpt = None, max_tool_calls: MaxToolCallsOpt = None,
-    max_repeats: MaxRepeatsOpt = None, mcp: McpOpt = None,
+    mcp: McpOpt = None,
+    guard_flags: dict[str, Any] | None = None,
     docs: Annotated[Path | None, typer.Option(
         "--docs", metavar="DIR", help="Index DIR (new and changed files; see tao index) and give "
         "the agent search_docs over it: answers cite file:line.")] = None,
@@ -134,10 +115,7 @@ def run_command(
 
         tracing.instrument()
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
-    guard = guard_options(config=s.config, allow=allow, deny=deny, require_approval=require_approval,
-                          untrusted=untrusted, high_risk=high_risk, audit=audit, no_audit=no_audit,
-                          max_tokens=max_tokens, max_cost=max_cost, max_seconds=max_seconds,
-                          max_tool_calls=max_tool_calls, max_repeats=max_repeats)
+    guard = guard_options(config=s.config, **(guard_flags or {}))
     from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue it
 
     if (journaled := journal_for(ctx, journal)) is not None:

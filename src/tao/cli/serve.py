@@ -61,19 +61,12 @@ def serve_command(
 
 
 def _audit(audit: Path | None, no_audit: bool) -> Path | bool:
-    """As ``tao run`` decides it: --no-audit, else --audit FILE, else tao.toml's ``audit``
-    (false: none; a path, from the file's folder), else the user data directory's log."""
-    if no_audit:
-        return False
-    if audit is not None:
-        return audit
-    from ..config import ConfigError, load_config
+    """As ``tao run`` decides it (``tao.factory.config.audit_target``); a broken tao.toml still
+    lets the page open with the default log (``tao run`` says what is wrong with it)."""
+    from ..factory.config import ConfigError, audit_target, load_config
 
     try:
-        config = load_config()
-    except (ConfigError, OSError):  # a broken tao.toml: the page still opens (tao run says why)
-        return True
-    value = getattr(config, "audit", None)
-    if value is False:
-        return False
-    return config.base / Path(value).expanduser() if isinstance(value, str) else True
+        config = load_config() if not no_audit and audit is None else None
+    except (ConfigError, OSError):
+        config = None
+    return audit_target(audit, no_audit, config)

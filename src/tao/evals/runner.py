@@ -72,21 +72,11 @@ def parse_failures(events: Sequence[Any]) -> int:
 
 def make_agent(name: str, model: Any, tools: list[Any], max_turns: int, helpers: bool = True,
                votes: int = 1) -> Any:
-    """``tao.compare.build``'s agent; CodeAct without its arithmetic helpers where the suite's
-    own functions are the point (BFCL, HumanEval); with ``votes`` > 1 inside ``tao.Vote``."""
-    if name == "codeact" and not helpers:
-        from ..agents.codeact import CodeActAgent
+    """The agent ``tao.factory`` builds; CodeAct without its arithmetic helpers where the
+    suite's own functions are the point (BFCL, HumanEval); with ``votes`` > 1 inside ``tao.Vote``."""
+    from ..factory import AgentSpec, build_agent
 
-        agent = CodeActAgent(model, tools, max_turns=max_turns, helpers=False)
-    else:
-        from ..compare import build
-
-        agent = build(name, model, tools, max_turns)
-    if votes > 1:
-        from ..agents.vote import Vote
-
-        agent = Vote(agent, n=votes)
-    return agent
+    return build_agent(AgentSpec(name, max_turns, tools, votes=votes, helpers=helpers), model)
 
 
 async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
@@ -205,7 +195,7 @@ class Evaluation:
                  executor: str = "local",
                  out: str | Path | None = None, max_turns: int = 10, label: str | None = None,
                  concurrency: int = 1, votes: int = 1):
-        from ..compare import ARCHITECTURE
+        from ..factory import ARCHITECTURE
 
         self.agents = list(dict.fromkeys(agents))
         for name in self.agents:

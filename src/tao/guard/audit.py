@@ -60,12 +60,10 @@ class AuditError(TaoError):
 
 
 def default_path() -> Path:
-    """``$TAO_DATA_DIR/audit.jsonl``, else ``$XDG_DATA_HOME/tao/audit.jsonl``, else
-    ``~/.local/share/tao/audit.jsonl``: the same data directory as the chat's history."""
-    if os.environ.get("TAO_DATA_DIR"):
-        return Path(os.environ["TAO_DATA_DIR"]) / "audit.jsonl"
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "tao" / "audit.jsonl"
+    """``audit.jsonl`` in the user's data directory (``tao.paths.data_dir``)."""
+    from ..paths import data_dir
+
+    return data_dir() / "audit.jsonl"
 
 
 def _seal(entry: dict[str, Any]) -> tuple[bytes, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -211,6 +211,37 @@ class Run:
     def _keep(self, call: ToolCall, admitted: Any) -> None:
         sealed = digest(admitted.name, admitted.arguments) if isinstance(admitted, ToolCall) else ""
         self._admitted[call.id] = (admitted, sealed)
+
+    async def call_tool(self, call: ToolCall, tool: Any,
+                        execute: Callable[[ToolCall, bool], Awaitable[Any]]) -> Any:
+        """The tool door's run side (``Toolbox.execute`` with a run): a journaled result served,
+        the call admitted (deny, approval, budget), journaled, run under the wall clock as this
+        run's current call (``execute(call, in_thread)``, the call as admitted), its result fenced and audited."""
+        journal = self.journal
+        if journal is not None:
+            from ..runs import resume
+
+            if (done := resume.door_replayed(journal, call, self)) is not None:
+                if not done.is_error and self.policy.is_untrusted(call.name, tool, call.arguments):
+                    self._reads += 1  # code that printed it has its output fenced, as at first
+                return done
+        if tool is not None and not call.parse_error:
+            admitted = await self.admit(call, tool)
+            if not isinstance(admitted, ToolCall):
+                return admitted  # refused: its ToolResult says why
+            call = admitted
+        pending = resume.door_started(journal, call) if journal is not None else None
+        token = self.enter(pending)  # a sub-agent this tool starts runs under this run's guard
+        try:  # with a wall-clock budget: in a thread, so that the clock can stop waiting for it
+            timed = self.meter.remaining() is not None and asyncio._get_running_loop() is not None
+            result = await (self.meter.within(execute(call, True)) if timed
+                            else execute(call, False))
+        finally:
+            self.leave(token)
+        result = self.after(call, tool, result)
+        if pending is not None:
+            resume.door_finished(journal, pending, result, self)
+        return result
 
     def enter(self, pending: Any = None) -> Any:
         """This run is the current one while a tool call of it runs (``leave`` after); a

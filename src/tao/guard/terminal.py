@@ -1,57 +1,17 @@
 """The terminal's side of human approval: ``TerminalApprover`` (what ``tao run/code/chat`` ask
-with) and ``SCREEN``, the live displays it holds still while it asks."""
+with). ``SCREEN`` (``tao.sinks.screen``) is the live displays it holds still while it asks."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from .. import prompts
 from ..safe_json import dumps
+from ..sinks.screen import SCREEN, Screen  # noqa: F401 - Screen re-exported
 from .approval import ApprovalRequest, Decision
 
 
-class Screen:
-    """The live displays on the terminal (``PlanView``'s tree, redrawn in place): the terminal
-    approver holds them still while it asks, or the redraw would run over the question and the
-    answer being typed. A view ``add``s itself while it is live; held, it stops drawing and keeps
-    what comes meanwhile for after. Held views are kept weakly: a view never closed is no leak."""
-
-    def __init__(self) -> None:
-        import threading
-        import weakref
-
-        self._views: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def add(self, view: Any) -> None:
-        with self._lock:
-            self._views.add(view)
-
-    def discard(self, view: Any) -> None:
-        with self._lock:
-            self._views.discard(view)
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Every view's ``pause()`` now, its ``resume()`` at the end (also on an error)."""
-        with self._lock:
-            views = list(self._views)
-        paused = []
-        try:
-            for view in views:
-                view.pause()
-                paused.append(view)
-            yield
-        finally:
-            for view in reversed(paused):
-                view.resume()
-
-
-#: the terminal's live displays (one terminal per process)
-SCREEN = Screen()
 
 
 def _read_line(prompt: str) -> str:  # the fallback where stdin cannot be watched

@@ -1,5 +1,5 @@
-"""MCP, both ways: any MCP server's tools in every agent (``MCPServer``), and tao's tools and
-agents served over MCP (``tao mcp serve``, ``server.build_server``).
+"""Any MCP server's tools in every agent (``MCPServer``). The other way - tao's tools and agents
+served over MCP (``tao mcp serve``) - is ``tao.mcp_server``, a room above the agents.
 
     from tao.mcp import MCPServer
     agent = ReActAgent(model, tools=[calculator, MCPServer(command=["python", "server.py"])])

@@ -83,9 +83,9 @@ class MemoryItem:
 def default_path() -> Path:
     """``memory.sqlite3`` in the user data directory the audit log and chat history use
     (``$TAO_DATA_DIR``, else ``$XDG_DATA_HOME/tao``, else ``~/.local/share/tao``)."""
-    from ..guard.audit import default_path as audit_path
+    from ..paths import data_dir
 
-    return audit_path().parent / "memory.sqlite3"
+    return data_dir() / "memory.sqlite3"
 
 
 def _check_filters(filters: dict[str, Any]) -> dict[str, Any]:

@@ -17,13 +17,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import IO, Any
 
 from ..errors import ScriptExhausted
-from ..messages import Message, Usage
+from ..messages import Message, Usage, model_key
 from .base import Chunk, Model, ModelResponse, ToolSpec
 
 
 def _key(messages: Sequence[Message]) -> str:
-    from ..runs.journal import model_key
-
     return model_key(messages)
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TaoError
+from ..messages import model_key  # noqa: F401 - resume and users import it from here
 from ..safe_json import dumps
 
 SCHEMA = """
@@ -51,11 +52,10 @@ class JournalError(TaoError):
 
 
 def default_path() -> Path:
-    """``runs.db`` beside the audit log: ``$TAO_DATA_DIR``, else ``$XDG_DATA_HOME/tao``, else
-    ``~/.local/share/tao``."""
-    from ..guard.audit import default_path as audit_path
+    """``runs.db`` beside the audit log, in the user's data directory (``tao.paths.data_dir``)."""
+    from ..paths import data_dir
 
-    return audit_path().with_name("runs.db")
+    return data_dir() / "runs.db"
 
 
 def _kill_at() -> int:
@@ -171,12 +171,6 @@ class Journal:
 
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def model_key(messages: Any) -> str:
-    """What identifies a model call: a hash of the messages it was sent."""
-    body = dumps([m.to_dict() for m in messages], sort_keys=True)
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def tool_key(name: str, arguments: dict[str, Any]) -> str:

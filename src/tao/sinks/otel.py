@@ -30,6 +30,11 @@ from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution,
                       TokenDelta, TurnStarted)
 from ..safe_json import dumps
 
+#: model calls recorded at the model door (``tao.tracing.traced_model``), per run id, until the
+#: run's sink turns them into ``chat`` spans. Kept here, in the sink that reads them, so the
+#: tracing wrapper above writes down into it and nothing here imports upwards.
+CALLS: dict[str, list[tuple[int, int, str, str, int, int]]] = {}
+
 CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 _MARKS = {  # what the span event of these says (no model or tool text: see CAPTURE)
@@ -263,10 +268,8 @@ class OtelSink:
     def _chats(self, run: _Run, since: int, until: int, failed: str | None = None) -> None:
         """The ``chat`` span(s) of the model call that just returned: as the model door
         recorded them, or (no record) from the turn's start to the first event after it."""
-        from .. import tracing
-
         run.chat_at = None  # one turn is one call; a sub-agent's events may come late, its calls
-        calls = tracing.CALLS.get(run.run_id) if run.run_id else None  # recorded ahead of them
+        calls = CALLS.get(run.run_id) if run.run_id else None  # recorded ahead of them
         for start, end, model, provider, n_in, n_out in [
                 calls.pop(0) if calls else (since, until, run.model, None, None, None)]:
             attrs: dict[str, Any] = {"gen_ai.operation.name": "chat",
@@ -300,9 +303,7 @@ class OtelSink:
         run.tools.clear()
         run.steps.clear()
         if run.run_id:
-            from .. import tracing
-
-            tracing.CALLS.pop(run.run_id, None)
+            CALLS.pop(run.run_id, None)
         run.span.end(end_time=at)
 
     def _open_tool(self, tool: str) -> Any:

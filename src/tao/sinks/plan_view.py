@@ -97,7 +97,7 @@ class PlanView:
             self.console.print(line, highlight=False)  # a decision: a line above the live tree
 
     def pause(self) -> None:
-        """Stand still while the terminal approver asks (``tao.guard.approval.SCREEN``, from the
+        """Stand still while the terminal approver asks (``tao.sinks.screen.SCREEN``, from the
         approver's thread): the live tree is stopped - its last picture stays above the question
         - and what the run does meanwhile is kept for ``resume``."""
         with self._lock:
@@ -304,7 +304,7 @@ class PlanView:
     def _start(self) -> None:
         from rich.live import Live
 
-        from ..guard.terminal import SCREEN
+        from .screen import SCREEN
 
         with self._lock:  # resume (the approver's thread) and the run may both get here
             if self._live is not None or self._held:
@@ -321,6 +321,6 @@ class PlanView:
             self._restart = False
         if live is not None:
             live.stop()  # leaves the final picture on screen
-            from ..guard.terminal import SCREEN
+            from .screen import SCREEN
 
             SCREEN.discard(self)

@@ -183,32 +183,8 @@ class Toolbox:
         run = run or self._run
         if run is None:
             return await self._execute(call, in_thread)
-        t = self._tools.get(call.name)
-        journal = getattr(run, "journal", None)  # the run journal (tao.runs): its result served
-        if journal is not None:
-            from ..runs import resume as _journal
-
-            if (done := _journal.door_replayed(journal, call, run)) is not None:
-                return done
-        if t is not None and not call.parse_error:
-            admitted = await run.admit(call, t)
-            if isinstance(admitted, ToolResult):
-                return admitted
-            call = admitted
-        pending = _journal.door_started(journal, call) if journal is not None else None
-        token = run.enter(pending)  # a sub-agent this tool starts runs under this run's guard
-        try:  # with a wall-clock budget: in a thread, so that the clock can stop waiting for it
-            import asyncio
-
-            timed = run.meter.remaining() is not None and asyncio._get_running_loop() is not None
-            result = await (run.meter.within(self._execute(call, True)) if timed
-                            else self._execute(call, in_thread))
-        finally:
-            run.leave(token)
-        result = run.after(call, t, result)
-        if pending is not None:
-            _journal.door_finished(journal, pending, result, run)
-        return result
+        return await run.call_tool(call, self._tools.get(call.name),
+                                   lambda c, thread: self._execute(c, thread or in_thread))
 
     async def _execute(self, call: ToolCall, in_thread: bool) -> ToolResult:
         start = time.perf_counter()

@@ -1,5 +1,5 @@
 """A coding run's workspace as the page shows it: the files and their text, read with the
-workspace tools' own path checks (``tao.tools.safe_path``: no ``..``, no absolute path, no
+workspace tools' own path checks (``tao.workspace.safe_path``: no ``..``, no absolute path, no
 symbolic link followed), so the page cannot read what the agent could not write."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..tools import safe_path
+from ..workspace import safe_path
 from .words import Refusal
 
 MAX_BYTES = 2 << 20  # what the page shows of one file

@@ -19,9 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..factory import AGENTS as NAMES
+from ..factory import CODER, AgentSpec, build_agent
 from .words import Refusal, say
 
-AGENTS = ("react", "react-text", "codeact", "plan", "code")
+AGENTS = (*NAMES, CODER)
 #: the embedded models ``tao.models.resolve`` knows ("local" is its default, the 1.5B), with the
 #: key of each one's label in prompts/web.toml
 LOCAL = {"local": "model_local", "local-0.5b": "model_local_05b"}
@@ -80,7 +82,7 @@ WORKSPACE_TOOLS = ("write_file", "read_file", "list_dir", "edit_file", "run_comm
 def mcp_specs() -> list[str]:
     """The MCP servers ``./tao.toml`` names (none when there is no such file or it is broken:
     the page must still open; ``tao run`` reports the file's error)."""
-    from ..config import ConfigError, load_config
+    from ..factory.config import ConfigError, load_config
 
     try:
         return list(load_config().mcp)
@@ -154,24 +156,11 @@ def _clash(sets: list[tuple[str, list[str]]]) -> None:
 
 
 def _open_mcp(specs: list[str]) -> list[Any]:
-    import os
-    import shlex
+    """tao.toml's servers, opened as ``tao run --mcp`` opens them (commands in its folder)."""
+    from ..factory.config import load_config
+    from ..factory.servers import open_servers
 
-    from ..config import load_config
-    from ..mcp import MCPServer
-
-    base, servers = load_config().base, []
-    try:
-        for spec in specs:
-            server = (MCPServer(url=spec) if re.match(r"^https?://", spec) else
-                      MCPServer(command=shlex.split(spec), cwd=base, env=dict(os.environ)))
-            servers.append(server)
-            server.connect()
-    except BaseException:
-        for s in servers:
-            s.close()
-        raise
-    return servers
+    return open_servers(specs, load_config().base)
 
 
 async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, Any],
@@ -209,18 +198,14 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
         _clash([*((n, [t.name for t in tool_set(n) if id(t) in given]) for n in BUILT_IN),
                 *((f"mcp:{spec}", [t.name for t in srv]) for spec, srv in zip(specs, servers)),
                 *([("workspace", list(WORKSPACE_TOOLS))] if ws is not None else [])])
-        if agent == "code":
-            from ..cli.code import build_coder
-
+        if agent == CODER:
             for t in [*tools, *(t for s in servers for t in s)]:
                 ws.add(t)
-            built.agent = build_coder(model, ws, req.max_turns, **guard)
+            spec = AgentSpec(CODER, req.max_turns, guard=guard, workspace=ws)
         else:
-            import tao.cli
-
             everything = [*tools, *servers, *([ws] if ws is not None else [])]
-            built.agent = tao.cli.build_agent(agent, model, req.max_turns,
-                                              tools=everything or None, guard=guard)
+            spec = AgentSpec(agent, req.max_turns, everything or None, guard)
+        built.agent = build_agent(spec, model)
         have = {t.name for t in built.agent.toolbox}
         unknown = [n for n in req.approve if n not in have]
         if unknown:  # a misspelt name would leave the call it meant ungated
@@ -247,7 +232,7 @@ def check_task(task: str) -> None:
 def _workspace(root: Path, language: str) -> Any:
     """The run's own folder; run_command in the sandbox where there is one, else files only."""
     from ..errors import TaoError
-    from ..tools.workspace import Workspace
+    from ..workspace import Workspace
 
     try:
         return Workspace(root, language=language)

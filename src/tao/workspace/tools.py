@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import prompts
-from .base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
+from ..tools.base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
 from .commands import Commands, chosen_backend
 from . import safe_path
 from .safe_path import Refused
@@ -296,7 +296,7 @@ class Workspace(Toolbox):
         (``workspace_page.note``), or nothing."""
         if not self.check_pages or not path.lower().endswith(_WEB):
             return ""
-        from .workspace_page import note
+        from .page import note
 
         return note(self.root, path, self._say)
 

@@ -36,7 +36,7 @@ AGENTS = {
 def agent_tools(model: Any, tools: Iterable[Any] = (), kinds: Iterable[str] = tuple(AGENTS),
                 max_turns: int = 10, build: Callable[..., Any] | None = None) -> list[Tool]:
     """One tool per agent kind, each running a fresh agent on ``model`` with ``tools``."""
-    from ..compare import build as build_default
+    from ..compare import build as build_default  # tao.factory's agent, by name
     from ..plan.agent_tool import AgentTool
 
     tools, make = list(tools), build or build_default

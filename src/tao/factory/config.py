@@ -39,10 +39,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import TaoError
+from ..errors import TaoError
+from .spec import AGENTS
 
 FILENAME = "tao.toml"
-AGENTS = ("react", "react-text", "react-json", "codeact", "plan")
 #: the guardrails' keys: the same as the flags of tao run / code / chat (tao.guard)
 GUARD_KEYS = ("allow", "deny", "require_approval", "untrusted", "high_risk", "audit",
               "max_tokens", "max_cost", "max_seconds", "max_tool_calls", "max_repeats")
@@ -83,6 +83,22 @@ class Config:
     @property
     def base(self) -> Path:
         return self.path.parent if self.path is not None else Path.cwd()
+
+
+def audit_target(flag: str | os.PathLike[str] | None, off: bool, config: Config | None) -> Path | bool:
+    """Where the audit log goes, as every command decides it: ``--no-audit`` (False), else
+    ``--audit FILE``, else tao.toml's ``audit`` (false: none; a path, from the file's folder),
+    else True: ``audit.jsonl`` in the user's data directory."""
+    if off:
+        return False
+    if flag is not None:
+        return Path(flag)
+    value = getattr(config, "audit", None)
+    if value is False:
+        return False
+    if isinstance(value, str) and config is not None:
+        return config.base / Path(value).expanduser()  # "~/logs/a.jsonl" too
+    return True
 
 
 def load_config(folder: str | os.PathLike[str] | None = None) -> Config:

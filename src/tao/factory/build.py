@@ -1,0 +1,82 @@
+"""``build_agent(spec, model)``: the one place an agent is made, for every door (the CLI, the web
+workbench, ``tao eval``, ``tao compare``, ``tao mcp serve``), so they cannot disagree on tools,
+guardrails, memory or the coder's set-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .spec import CODER, PROTOCOL, AgentSpec
+
+#: commands the coding agent's run_command asks before running
+DANGEROUS = r"\b(rm|rmdir|curl|wget|sudo|su|chmod|chown|dd|mkfs|shutdown|reboot)\b"
+
+
+def build_agent(spec: AgentSpec, model: Any) -> Any:
+    """The agent ``spec`` says, on ``model``. ``ImportError`` when the agent's module cannot be
+    imported (CodeAct's sandbox side), ``ValueError`` for a spec no agent takes."""
+    options = dict(spec.guard)  # the guardrails' keywords, and memory=: every agent takes them
+    if spec.memory is not None:
+        options["memory"] = spec.memory
+    if spec.agent == CODER:
+        agent = _coder(model, spec.workspace, spec.max_turns or 15, options)
+    else:
+        tools = list(spec.tools) if spec.tools is not None else _calculators()
+        agent = _loop(spec, model, tools, options)
+    if spec.votes > 1:
+        from ..agents.vote import Vote
+
+        agent = Vote(agent, n=spec.votes)
+    return agent
+
+
+def _loop(spec: AgentSpec, model: Any, tools: list[Any], options: dict[str, Any]) -> Any:
+    turns = spec.max_turns or 10
+    if spec.agent in PROTOCOL:
+        from ..agents.react import ReActAgent
+
+        return ReActAgent(model, tools, protocol=PROTOCOL[spec.agent], max_turns=turns,
+                          **options)
+    if spec.agent == "codeact":
+        try:
+            from ..agents.codeact import CodeActAgent
+        except Exception as e:  # noqa: BLE001 - missing, or half-written: say which
+            raise ImportError(f"tao.agents.codeact cannot be imported ({type(e).__name__}: {e})") from e
+        return CodeActAgent(model, tools, max_turns=turns, helpers=spec.helpers, **options)
+    from ..plan.agent import PlanExecuteAgent
+
+    return PlanExecuteAgent(model, tools, **options)
+
+
+def _calculators() -> list[Any]:
+    from ..tools.calculator import calculate, calculator
+
+    return [calculate, calculator]
+
+
+def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) -> Any:
+    """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
+    ``run_command`` matching ``DANGEROUS`` needs approval, and so does what
+    ``require_approval`` adds."""
+    from ..agents.react import ReActAgent
+    from ..guard.policy import any_of, matches
+
+    names = options.pop("require_approval", None) or ()
+    rules: dict[str, Any] = {"run_command": matches(DANGEROUS, "command")}
+    for name, rule in (names if isinstance(names, dict) else dict.fromkeys(names, True)).items():
+        rules[name] = any_of(rules.get(name, False), rule)  # a rule given adds to the built-in
+    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
+                      system_prompt=coder_prompt(workspace), require_approval=rules, **options)
+
+
+def coder_prompt(workspace: Any) -> str:
+    """Seed 002's protocol prompt for ``workspace``'s tools, then tao code's rules for writing a
+    project (``prompts/code.toml``), in the workspace's language."""
+    from .. import prompts
+    from ..agents.protocols import TextProtocol
+    from ..tools.base import Toolbox
+
+    lang = getattr(workspace, "language", "en")
+    tools = workspace if isinstance(workspace, Toolbox) else Toolbox(list(workspace))
+    return (TextProtocol().system_prompt(lang, tools) + "\n\n" +
+            prompts.table("code")[lang]["rules"].rstrip())

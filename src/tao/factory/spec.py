@@ -1,0 +1,52 @@
+"""What an agent is made from, said once: the agent names and ``AgentSpec``, the typed spec that
+tao.toml, the CLI's flags, the web form, ``tao eval``, ``tao compare`` and ``tao mcp serve`` all
+fill in and ``tao.factory.build_agent`` turns into an agent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: every agent name a user may type, with what it is
+ARCHITECTURE = {"react": "ReAct", "react-text": "ReAct (text protocol)",
+                "react-json": "ReAct (JSON decisions)", "codeact": "CodeAct",
+                "plan": "Plan-and-Execute"}
+AGENTS = tuple(ARCHITECTURE)
+#: the coding agent (``tao code``, the web's "code"): ReAct with the text protocol on a workspace
+CODER = "code"
+#: the ReAct protocol each ReAct agent name speaks
+PROTOCOL = {"react": "tools", "react-text": "text", "react-json": "json"}
+#: what one action of each agent is, for tables that count them
+UNIT = {"react": "tool calls", "react-text": "tool calls", "react-json": "tool calls",
+        "codeact": "executions", "plan": "steps", CODER: "tool calls"}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One agent to build. ``tools``: None gives the built-in calculators (the coder: the
+    workspace's tools only); ``guard``: the guardrail keywords of ``tao.guard.Guard`` (``deny=``,
+    ``require_approval=``, ``audit=``, ``journal=``...); ``memory``: the agent's ``memory=``;
+    ``votes`` > 1: inside ``tao.Vote``; ``helpers``: CodeAct's arithmetic helpers (off where a
+    benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``."""
+
+    agent: str = "react"
+    max_turns: int | None = None  # None: 10, the coder 15
+    tools: Sequence[Any] | None = None
+    guard: Mapping[str, Any] = field(default_factory=dict)
+    memory: Any = None
+    votes: int = 1
+    helpers: bool = True
+    workspace: Any = None
+
+    def __post_init__(self) -> None:
+        name = getattr(self.agent, "value", self.agent)  # a CLI enum member is its value
+        object.__setattr__(self, "agent", name)
+        if name not in AGENTS and name != CODER:
+            raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(AGENTS)}")
+        if name == CODER and self.workspace is None:
+            raise ValueError("the coding agent needs a workspace (AgentSpec(workspace=...))")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError(f"max_turns must be 1 or more, not {self.max_turns}")
+        if self.votes < 1:
+            raise ValueError(f"votes must be 1 or more, not {self.votes}")
