@@ -200,7 +200,7 @@ def test_closing_a_vote_early_closes_the_run_inside_at_once():
     class Slow(tao.Agent):
         name = "slow"
 
-        async def stream(self, task):
+        async def loop(self, task, run_id):
             try:
                 yield Thought("thinking", 1)
                 await asyncio.sleep(10)

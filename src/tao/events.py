@@ -14,7 +14,6 @@ in ``==``: two runs that did the same thing emitted equal events.
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
@@ -40,20 +39,6 @@ class Event:
 
 
 _STAMP = ("run_id", "seq", "ts")
-
-#: the id the run about to start takes (``agents.base`` sets it around a stream's first step,
-#: ``guard.run.Run`` takes it): how ``agent.resume(run_id)`` continues under the same id
-NEXT_RUN_ID: ContextVar[str | None] = ContextVar("tao_next_run_id", default=None)
-
-
-def take_run_id() -> str | None:
-    """The id waiting for the run that starts now, once: a sub-agent started later in the
-    same context makes its own."""
-    rid = NEXT_RUN_ID.get()
-    if rid is not None:
-        NEXT_RUN_ID.set(None)
-    return rid
-
 
 def stamp(event: Event, run_id: str, seq: int, ts: float) -> Event:
     """``event`` numbered as event ``seq`` of run ``run_id``. A fresh event is stamped in

@@ -125,32 +125,25 @@ def _from_env() -> Any:
 def traced_model(model: Any, run_id: str) -> Any:
     """``model`` with each call's start, end, response model and usage recorded for run
     ``run_id``'s sink (``guard.run.Run.wrap`` applies it to every agent's model)."""
-    from .models.base import Model, ModelResponse
+    from .models.base import ModelResponse
+    from .models.wrapped import WrappedModel
     from .sinks.otel import CALLS
 
-    base = model
-    while "inner" in getattr(base, "__dict__", {}):  # the door's own wrappers (budget, journal)
-        base = base.__dict__["inner"]
-    provider = PROVIDERS.get(type(base).__name__, "tao")
-
-    class Traced(Model):
-        def __init__(self) -> None:
-            self.inner, self.name, self.supports_grammar = model, model.name, model.supports_grammar
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
+    class Traced(WrappedModel):
         async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
             start = time.time_ns()
-            async for chunk in self.inner.stream(messages, **kwargs):
-                if type(chunk) is ModelResponse:
-                    u = chunk.usage
-                    CALLS.setdefault(run_id, []).append(
-                        (start, time.time_ns(), model.name, provider,
-                         u.prompt_tokens if u else 0, u.completion_tokens if u else 0))
-                yield chunk
+            async with self.chunks(messages, **kwargs) as chunks:
+                async for chunk in chunks:
+                    if type(chunk) is ModelResponse:
+                        u = chunk.usage
+                        CALLS.setdefault(run_id, []).append(
+                            (start, time.time_ns(), model.name, provider,
+                             u.prompt_tokens if u else 0, u.completion_tokens if u else 0))
+                    yield chunk
 
-    return Traced()
+    traced = Traced(model)
+    provider = PROVIDERS.get(type(traced.base).__name__, "tao")
+    return traced
 
 
 # -- the run door --------------------------------------------------------------------------------
@@ -159,7 +152,8 @@ async def traced(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """A run's event stream, read by an ``OtelSink`` as it passes. The outermost traced run of
     a context owns the sink; runs nested in it (plan steps, agents used as tools) are traced
     by that sink, from the ``Nested`` events, ``AgentTool``'s report or (an agent a tool
-    function runs itself) what it hands the sink directly."""
+    function runs itself) what it hands the sink directly. ``Agent.stream`` applies it to
+    every run while tracing is on."""
     outer = SINK.get()
     if outer is not None:  # a run inside a traced one: its sink sees to it
         async for event in stream:
@@ -177,17 +171,3 @@ async def traced(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     finally:
         SINK.set(None)
         sink.close()
-
-
-def wrap_stream(stream: Any) -> Any:
-    """An agent class's (already numbered) ``stream``, traced when tracing is on: the one
-    place every run of every agent passes (``Agent.__init_subclass__``). Off, it costs one
-    call and one look at the environment per run."""
-    import functools
-
-    @functools.wraps(stream)
-    def maybe_traced(self: Any, task: str, *args: Any, **kwargs: Any) -> Any:
-        events = stream(self, task, *args, **kwargs)
-        return traced(events) if enabled() else events
-
-    return maybe_traced

@@ -6,20 +6,55 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from ..events import NEXT_RUN_ID, Event, RunFinished, stamp
+from ..events import Event, RunFinished, stamp
 from ..lang import detect_language  # noqa: F401 - re-exported for the loops
 from ..result import Result, Status  # noqa: F401 - the loops and users import them from here
 
 Sink = Callable[[Event], Any]
 
 
-def make_guard(options: dict[str, Any]) -> Any:
+def make_guard(options: dict[str, Any], agent: type | None = None) -> Any:
     """The agent's ``tao.guard`` settings from its keyword arguments (``allow=``, ``deny=``,
     ``approve=``, ``audit=``, ``max_tokens=``...; see ``tao.guard.run.Guard``). Imported here, at
-    construction, so that ``import tao`` stays cheap."""
+    construction, so that ``import tao`` stays cheap. ``agent``: the agent's class
+    (``type(self)``), so that a keyword neither it nor the guard knows (``max_turn=``) is an
+    error naming the agent and the closest keyword it does take (``max_turns``)."""
     from ..guard.run import Guard
 
-    return Guard(**options)
+    try:
+        return Guard(**options)
+    except TypeError:
+        import difflib
+        import inspect
+
+        def named(call: Any) -> list[str]:
+            try:
+                params = inspect.signature(call).parameters.values()
+            except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+                return []
+            return [p.name for p in params if p.name != "self" and p.kind not in (
+                inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+
+        guard_keys = named(Guard)
+        unknown = [k for k in options if k not in guard_keys]
+        if not unknown:  # a bad value (approve=...), not a bad name
+            raise
+        own = list(dict.fromkeys(n for c in (agent.__mro__ if agent else ())
+                                 if "__init__" in c.__dict__ and c is not object
+                                 for n in named(c.__dict__["__init__"])))
+        known = list(dict.fromkeys([*own, *guard_keys]))
+        who = agent.__name__ if agent is not None else "Guard"
+        message = f"{who}() got " + ("unexpected keyword arguments " if len(unknown) > 1 else
+                                     "an unexpected keyword argument ") + \
+            ", ".join(repr(k) for k in unknown)
+        near = [f"{m!r} for {k!r}" if len(unknown) > 1 else repr(m) for k in unknown
+                for m in difflib.get_close_matches(k, known, 1)]
+        if near:
+            message += f"; did you mean {', '.join(near)}?"
+        else:
+            message += (f"; it takes {', '.join(own)}" if own else "; the guard takes") + \
+                (" and the guard's " if own else " ") + ", ".join(guard_keys)
+        raise TypeError(message) from None
 
 
 def make_memory(memory: Any) -> Any:
@@ -30,65 +65,47 @@ def make_memory(memory: Any) -> Any:
     return as_memory(memory)
 
 
-def _numbered(stream: Callable[..., AsyncIterator[Event]]) -> Callable[..., AsyncIterator[Event]]:
-    """A subclass's ``stream`` as the one place a run gets its identity: an id (``run_id=``
-    to continue one, e.g. ``resume``), offered to the run's guard state while the loop starts
-    (``events.take_run_id``), and every event stamped with it, its number and the time."""
-    import functools
+async def _numbered(events: AsyncIterator[Event], run_id: str) -> AsyncIterator[Event]:
+    """Every event of the run stamped with its id, its number and the time."""
     import time
-    import uuid
 
-    @functools.wraps(stream)
-    async def numbered(self: Agent, task: str, *args: Any, run_id: str | None = None,
-                       **kwargs: Any) -> AsyncIterator[Event]:
-        rid = run_id or NEXT_RUN_ID.get() or uuid.uuid4().hex  # NEXT_RUN_ID: super().stream
-        token = NEXT_RUN_ID.set(rid)
-        events = stream(self, task, *args, **kwargs)
-        seq = 0
-        try:
-            async for event in events:
-                if token is not None:  # the run has started: its sub-agents number their own
-                    NEXT_RUN_ID.reset(token)
-                    token = None
-                    if NEXT_RUN_ID.get() is not None:  # an id set around the call (tao resume)
-                        NEXT_RUN_ID.set(None)
-                seq += 1
-                yield stamp(event, rid, seq, time.time())
-        finally:
-            if token is not None:
-                try:
-                    NEXT_RUN_ID.reset(token)
-                except ValueError:  # closed from another context (garbage collection)
-                    pass
-            await events.aclose()
-
-    numbered.__tao_numbered__ = True  # type: ignore[attr-defined]
-    return numbered
+    seq = 0
+    try:
+        async for event in events:
+            seq += 1
+            yield stamp(event, run_id, seq, time.time())
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
 
 
 class Agent:
-    """Base class: subclasses implement ``stream(task)``, an async generator of events that ends
-    with ``RunFinished``. ``arun``/``run`` drive it and hand every event to the sinks. Every
-    event comes out stamped with the run's id, its sequence number and a timestamp."""
+    """Base class: subclasses implement ``loop(task, run_id)``, an async generator of events
+    that ends with ``RunFinished``. ``stream`` gives the run its identity (every event stamped
+    with the run's id, its sequence number and a timestamp) and its trace; ``arun``/``run``
+    drive it and hand every event to the sinks."""
 
     name = "agent"
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        own = cls.__dict__.get("stream")
-        if own is not None and not getattr(own, "__tao_numbered__", False):
-            from .. import tracing  # no OpenTelemetry until a traced run starts
+    def stream(self, task: str, *, run_id: str | None = None) -> AsyncIterator[Event]:
+        """The run of ``task`` as events. ``run_id``: continue that journaled run (what
+        ``resume`` does); else a new id. The id is handed to the loop, which hands it to the
+        run's context: nothing else carries it."""
+        import uuid
 
-            cls.stream = tracing.wrap_stream(_numbered(own))  # type: ignore[method-assign]
+        from .. import tracing  # no OpenTelemetry until a traced run starts
 
-    def stream(self, task: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
+        rid = run_id or uuid.uuid4().hex
+        events = _numbered(self.loop(task, rid), rid)
+        return tracing.traced(events) if tracing.enabled() else events
+
+    def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     async def arun(self, task: str, sinks: Iterable[Sink] = (), *,
                    run_id: str | None = None) -> Result:
         sinks = list(sinks)
         result = None
-        async for event in (self.stream(task, run_id=run_id) if run_id else self.stream(task)):
+        async for event in self.stream(task, run_id=run_id):
             for sink in sinks:
                 sink(event)
             if type(event) is RunFinished:

@@ -12,30 +12,19 @@ copied), gives a ``<solution>`` with no code beside it, or replies with no code 
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from .. import prompts
-from ..events import (
-    CodeExecution,
-    Error,
-    Event,
-    ExecutionFinished,
-    FinalAnswer,
-    ModelRetry,
-    RunFinished,
-    RunStarted,
-    Thought,
-    TokenDelta,
-    TurnStarted,
-)
-from ..messages import Message, Usage
-from ..models.base import Model, ModelResponse
+from ..events import (CodeExecution, Error, Event, ExecutionFinished, FinalAnswer, RunStarted,
+                      Thought, TurnStarted)
+from ..messages import Message
+from ..models.base import Model
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
-from .base import Agent, Result, detect_language, make_guard, make_memory
+from .base import Agent, detect_language, make_guard, make_memory
 from .code_blocks import CODE_GRAMMAR, Reply, split_reply
+from .context import RunContext
 
 
 class CodeActAgent(Agent):
@@ -109,51 +98,38 @@ class CodeActAgent(Agent):
             return {"grammar": CODE_GRAMMAR, "max_tokens": 768}
         return {"stop": ["\nObservation:", "\n执行结果："]}
 
-    async def stream(self, task: str) -> AsyncIterator[Event]:
+    async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         from ..sandbox import SandboxError  # here, not at import: `import tao` stays cheap
 
-        start = time.perf_counter()
         lang = self.language or detect_language(task)
         texts = prompts.table("codeact")[lang]
-        guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox)
-        mem = self.memory.start(task, lang)
-        model = guard.wrap(mem.wrap(self.model))
+        run = RunContext(self, task, lang, self.toolbox, run_id)
         messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
-            else [Message.system(self.prompt(lang) + guard.system_note()), *self.example(lang),
+            else [Message.system(self.prompt(lang) + run.guard.system_note()), *self.example(lang),
                   Message.user(task)]
         own = self.sandbox is None or isinstance(self.sandbox, str)
-        usage, executions, turn = Usage(), 0, 0
-        answer, status, error = None, "max_turns", None
+        turn, answer, status, error = 0, None, "max_turns", None
         try:
-            sandbox = self._sandbox(self.toolbox.bind(guard))
+            sandbox = self._sandbox(run.door)
         except SandboxError as e:  # the backend cannot run here: the run ends before any turn
             error = f"{type(e).__name__}: {e}"
-            if "TAO_SANDBOX" not in error:
-                error = error.rstrip(".。 ") + texts["choose_sandbox"]
+            error += "" if "TAO_SANDBOX" in error else texts["choose_sandbox"]
             yield RunStarted(task, self.name, self.model.name)
             yield Error(error, 0)
-            yield RunFinished(guard.finish(Result(None, "error", 0, 0, usage,
-                                                  time.perf_counter() - start, messages, error)))
+            yield await run.finish(None, "error", 0, 0, messages, error)
             return
-        described = describe_sandbox(sandbox)
-        kwargs = self.model_kwargs()
-        yield RunStarted(task, self.name, self.model.name, described)
+        blocks = Blocks(self, run, sandbox, texts)
+        yield RunStarted(task, self.name, self.model.name, described := describe_sandbox(sandbox))
         try:
             if own:
                 await sandbox.__aenter__()  # the worker boots while the model writes
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)
-                response = None
-                async for chunk in model.stream(messages, **kwargs):
-                    if type(chunk) is str:
-                        yield TokenDelta(chunk, turn)
-                    elif type(chunk) is ModelResponse:
-                        response = chunk
-                    else:
-                        yield ModelRetry(turn, chunk.attempt, chunk.reason, chunk.delay_s)
-                usage.add(response.usage)
-                text = response.message.content
+                async for event in run.model_turn(run.model.stream(messages, **self.model_kwargs()),
+                                                  turn):
+                    yield event
+                text = run.response.message.content
                 reply = split_reply(text)
                 messages.append(Message.assistant(text))
                 if not reply.has_code:
@@ -161,51 +137,25 @@ class CodeActAgent(Agent):
                         answer, status = reply.answer, "done"
                         yield FinalAnswer(answer, turn)
                         break
-                    note = _correction(reply, texts)
-                    messages.append(Message.user(note))
+                    messages.append(Message.user(note := _correction(reply, texts)))
                     yield Error(note, turn, recoverable=True)
                     continue
                 if reply.prose:
                     yield Thought(reply.prose, turn)
-                outputs = []
-                for i, code in enumerate(reply.blocks, 1):
-                    yield CodeExecution(code, turn, i)
-                    pump = guard.pump(sandbox.execute(code, self.timeout), timed=True)
-                    async for event in pump:  # approvals of the code's tool calls, as they come
-                        yield event
-                    res = pump.value
-                    executions += 1
-                    outputs.append(guard.fenced(res.to_observation(), "python"))  # read untrusted: data
-                    yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s,
-                                            res.stderr, res.killed_reason, outputs[-1])
-                    if guard.journal is not None:  # the block and what it gave, before the next
-                        guard.journal.note("code", {"turn": turn, "index": i, "code": code,
-                                                    "ok": res.ok, "observation": outputs[-1]})
-                    if res.has_final_answer:
-                        answer, status = to_text(res.final_answer), "done"
-                        break
-                    if not res.ok and i < len(reply.blocks):
-                        outputs.append(prompts.render(texts["skipped"],
-                                                      count=str(len(reply.blocks) - i)))
-                        break
-                if answer is not None:
+                async for event in blocks.run(reply, turn):  # each block, its output, the answer
+                    yield event
+                if blocks.answer is not None:
+                    answer, status = blocks.answer, "done"
                     yield FinalAnswer(answer, turn)
                     break
-                content = "\n".join(o for o in outputs if o != "[no output]") or outputs[0]
-                if reply.solution:  # written before the output existed: not an answer yet
-                    content += texts["early_solution"]
-                elif res.ok:
-                    content += texts["unanswered"]
-                messages.append(Message.user(prompts.render(texts["observation"], content=content)))
+                messages.append(Message.user(blocks.observation(reply)))
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)
         finally:
             if own:
                 await sandbox.close()
-        result = Result(answer, status, turn, executions, usage, time.perf_counter() - start,
-                        messages, error, described)
-        yield RunFinished(guard.finish(await mem.finish(result, self.model)))
+        yield await run.finish(answer, status, turn, blocks.executions, messages, error, described)
 
     def _sandbox(self, tools: Toolbox) -> Any:
         """The run's sandbox, with ``tools`` (this agent's, behind the run's guard): a fresh one
@@ -226,6 +176,51 @@ def describe_sandbox(sandbox: Any) -> str:
     if callable(describe):
         return str(describe())
     return str(getattr(sandbox, "kind", None) or type(sandbox).__name__)
+
+
+class Blocks:
+    """One reply's code blocks, run in order in the sandbox: each block's tool calls go through
+    the tool door (their approvals arrive as events while the block runs), its output is fenced
+    when the code read untrusted content, noted in the journal, and the rest are skipped after
+    an error. ``answer`` is set when a block called ``final_answer``."""
+
+    def __init__(self, agent: CodeActAgent, run: RunContext, sandbox: Any, texts: dict[str, str]):
+        self.agent, self.ctx, self.sandbox, self.texts = agent, run, sandbox, texts
+        self.executions, self.answer = 0, None
+        self.outputs: list[str] = []
+        self.last: Any = None
+
+    async def run(self, reply: Reply, turn: int) -> AsyncIterator[Event]:
+        guard, self.outputs = self.ctx.guard, []
+        for i, code in enumerate(reply.blocks, 1):
+            yield CodeExecution(code, turn, i)
+            pump = guard.pump(self.sandbox.execute(code, self.agent.timeout), timed=True)
+            async for event in pump:  # approvals of the code's tool calls, as they come
+                yield event
+            res = self.last = pump.value
+            self.executions += 1
+            self.outputs.append(guard.fenced(res.to_observation(), "python"))  # untrusted: data
+            yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s, res.stderr,
+                                    res.killed_reason, self.outputs[-1])
+            if guard.journal is not None:  # the block and what it gave, before the next
+                guard.journal.note("code", {"turn": turn, "index": i, "code": code,
+                                            "ok": res.ok, "observation": self.outputs[-1]})
+            if res.has_final_answer:
+                self.answer = to_text(res.final_answer)
+                return
+            if not res.ok and i < len(reply.blocks):
+                self.outputs.append(prompts.render(self.texts["skipped"],
+                                                   count=str(len(reply.blocks) - i)))
+                return
+
+    def observation(self, reply: Reply) -> str:
+        """What the model reads after the blocks: their outputs, and a nudge toward an answer."""
+        content = "\n".join(o for o in self.outputs if o != "[no output]") or self.outputs[0]
+        if reply.solution:  # written before the output existed: not an answer yet
+            content += self.texts["early_solution"]
+        elif self.last.ok:
+            content += self.texts["unanswered"]
+        return prompts.render(self.texts["observation"], content=content)
 
 
 def _correction(reply: Reply, texts: dict[str, str]) -> str:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal
 
 from .. import prompts
-from ..events import (Action, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
-                      RunStarted, Thought, TokenDelta, TurnStarted)
-from ..messages import Message, Usage
-from ..models.base import Model, ModelResponse
+from ..events import Error, Event, FinalAnswer, Observation, RunStarted, Thought, TurnStarted
+from ..messages import Message
+from ..models.base import Model
 from ..tools.base import Tool, Toolbox
-from .base import Agent, Result, detect_language, make_guard, make_memory
+from .base import Agent, detect_language, make_guard, make_memory
+from .context import RunContext
 from .protocols import JsonProtocol, TextProtocol, ToolsProtocol
 
 PROTOCOLS = {"tools": ToolsProtocol, "text": TextProtocol, "json": JsonProtocol}
@@ -55,35 +54,23 @@ class ReActAgent(Agent):
         if protocol != "tools":
             self.name = f"react-{protocol}"
 
-    async def stream(self, task: str) -> AsyncIterator[Event]:
-        start = time.perf_counter()
+    async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         lang = self.language or detect_language(task)
         proto, toolbox = self.protocol, self.toolbox
-        guard = self.guard.start(task, self.name, self.model.name, lang, toolbox)
-        mem = self.memory.start(task, lang)  # recalled memories, history, context fitting
-        model, door = guard.wrap(mem.wrap(self.model)), toolbox.bind(guard)  # both doors, guarded
-        system = (self.system_prompt or proto.system_prompt(lang, toolbox)) + guard.system_note()
+        run = RunContext(self, task, lang, toolbox, run_id)
+        system = (self.system_prompt or proto.system_prompt(lang, toolbox)) + run.guard.system_note()
         messages = [Message.system(system), Message.user(task)]
         kwargs = proto.model_kwargs(self.model, toolbox, lang)
-        usage, n_calls, turn = Usage(), 0, 0
-        seen: set[tuple[str, str]] = set()
-        notes = prompts.table("text_protocol")
+        n_calls, turn, seen = 0, 0, Repeats(lang)
         answer, status, error = None, "max_turns", None
         yield RunStarted(task, self.name, self.model.name)
         try:
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)
-                response = None
-                async for chunk in proto.stream(model, messages, kwargs):
-                    if type(chunk) is str:
-                        yield TokenDelta(chunk, turn)
-                    elif type(chunk) is ModelResponse:
-                        response = chunk
-                    else:
-                        yield ModelRetry(turn, chunk.attempt, chunk.reason, chunk.delay_s)
-                usage.add(response.usage)
-                step = proto.read(response.message, lang, toolbox)
+                async for event in run.model_turn(proto.stream(run.model, messages, kwargs), turn):
+                    yield event
+                step = proto.read(run.response.message, lang, toolbox)
                 messages.append(step.message)
                 if step.thought:
                     yield Thought(step.thought, turn)
@@ -95,25 +82,32 @@ class ReActAgent(Agent):
                     messages.append(step.correction)
                     yield Error(step.error, turn, recoverable=True)
                     continue
-                async for event in guard.gate(step.calls, toolbox):  # approvals before Actions
+                async for event in run.tool_turn(step.calls, turn):
                     yield event
-                for call in step.calls:
-                    yield Action(guard.shown(call), turn)
-                results = await door.execute_all(step.calls)
                 n_calls += len(step.calls)
-                for call, res in zip(step.calls, results):
-                    try:
-                        key = (call.name, repr(sorted(call.arguments.items())))
-                    except (RecursionError, ValueError):  # nested past the stack, a huge int
-                        key = (call.name, call.id)
-                    if key in seen:  # same call again: small models loop here; nudge them on
-                        res = replace(res, content=res.content + notes[lang]["repeated"])
-                    seen.add(key)
+                for call, res in zip(step.calls, run.results):
+                    res = seen.nudged(call, res)  # the same call again: small models loop here
                     messages.append(proto.observation(call, res, lang))
                     yield Observation(call.id, call.name, res.content, res.is_error, turn, res.duration_s)
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)
-        result = Result(answer, status, turn, n_calls, usage, time.perf_counter() - start,
-                        messages, error)
-        yield RunFinished(guard.finish(await mem.finish(result, self.model)))
+        yield await run.finish(answer, status, turn, n_calls, messages, error)
+
+
+class Repeats:
+    """The calls a run made, so a call made again with the same arguments gets a nudge in its
+    observation: small models loop on one call."""
+
+    def __init__(self, lang: str):
+        self.seen: set[tuple[str, str]] = set()
+        self.note = prompts.table("text_protocol")[lang]["repeated"]
+
+    def nudged(self, call: Any, result: Any) -> Any:
+        try:
+            key = (call.name, repr(sorted(call.arguments.items())))
+        except (RecursionError, ValueError):  # nested past the stack, a huge int
+            key = (call.name, call.id)
+        repeated = key in self.seen
+        self.seen.add(key)
+        return replace(result, content=result.content + self.note) if repeated else result

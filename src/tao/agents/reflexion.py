@@ -19,7 +19,13 @@ passed), and the lessons closest to a new task are given to its first trial.
 
 The ``Result``: the last trial's answer and messages, the turns, tool calls and usage of every
 trial and reflection summed; status "done" when a trial passed, else "error" with the last
-feedback.
+feedback ("budget" when a budget ended it).
+
+A Reflexion run is a run of its own with the trials as its sub-runs (``tao.guard``): its guard is
+the one its keywords say (``max_tokens=``, ``journal=``...), else the agent's. The reflections
+go through its model door (``Run.wrap``) - budgets count them, the journal keeps them, tracing
+sees them - and its budgets hold for all the trials together; a journaled Reflexion run resumes
+as a whole (trials and reflections served from the journal).
 """
 
 from __future__ import annotations
@@ -28,13 +34,14 @@ import inspect
 import re
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from .. import prompts
 from ..events import Error, Event, RunFinished, RunStarted, Thought
 from ..messages import Message, Usage
-from .base import Agent, Result, detect_language
+from .base import Agent, Result, detect_language, make_guard
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +66,15 @@ class Reflexion(Agent):
     (sync or async). ``memory``: where lessons go - a ``MemoryStore``, a path, ``True`` (the
     default store); by default the agent's own memory store, if it has one. ``model`` writes
     the reflections (default: the agent's model). ``keep``: reflections carried to a retry;
-    ``lessons``: stored lessons given to a first trial."""
+    ``lessons``: stored lessons given to a first trial. ``guard``: the guardrails' keywords
+    (``max_tokens= journal= audit=`` ..., see ``tao.guard``) for the whole run, trials and
+    reflections; without any, the agent's own guard."""
 
     name = "reflexion"
 
     def __init__(self, agent: Agent, evaluator: Callable[..., Any], max_trials: int = 3, *,
                  memory: Any = None, model: Any = None, keep: int = 3, lessons: int = 3,
-                 min_score: float = 0.35, language: str | None = None):
+                 min_score: float = 0.35, language: str | None = None, **guard: Any):
         if not isinstance(agent, Agent):
             raise TypeError(f"Reflexion needs an Agent to run, not {agent!r}")
         if not callable(evaluator):
@@ -87,6 +96,8 @@ class Reflexion(Agent):
         self.store = memory
         self.keep, self.lessons, self.min_score, self.language = keep, lessons, min_score, language
         self.name = f"reflexion-{agent.name}"
+        own = getattr(agent, "guard", None)
+        self.guard = make_guard(guard, type(self)) if guard or own is None else own
 
     def recall(self, task: str) -> list[str]:
         """Stored lessons for tasks like ``task``, best first."""
@@ -95,11 +106,13 @@ class Reflexion(Agent):
         hits = self.store.search(task, k=self.lessons, min_score=self.min_score, kind="lesson")
         return [h.text for h in hits]
 
-    async def stream(self, task: str) -> AsyncIterator[Event]:
+    async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         lang = "zh" if lang == "zh" else "en"
         t = prompts.table("memory")[lang]
+        run = self.guard.start(task, self.name, self.model.name, lang, (), run_id)
+        model = run.wrap(self.model)  # the model door: budgets, the journal, tracing see it
         yield RunStarted(task, self.name, self.model.name)
         usage, turns, calls = Usage(), 0, 0
         recalled, reflections = self.recall(task), []
@@ -112,13 +125,16 @@ class Reflexion(Agent):
                 self.agent.memory.prompt_text.add(block)  # the agent's memory never keeps it
             attempt = task + block
             result = None
-            async for event in self.agent.stream(attempt):
-                if type(event) is RunFinished:
-                    result = event.result
-                else:
-                    yield event
+            async with aclosing(_child_of(run, self.agent.stream(attempt))) as events:
+                async for event in events:
+                    if type(event) is RunFinished:
+                        result = event.result
+                    else:
+                        yield event
             usage.add(result.usage)
             turns, calls = turns + result.turns, calls + result.tool_calls
+            if _spent(run):  # a budget of the whole run: no verdict, no reflection, no retry
+                break
             try:
                 verdict = _verdict(await _maybe(self.evaluator(task, result)))
             except Exception as e:  # noqa: BLE001 - the evaluator's bug: a failed check, said
@@ -129,10 +145,14 @@ class Reflexion(Agent):
                         turns, recoverable=trial < self.max_trials)
             if trial == self.max_trials:
                 break
-            reply = await self.model.complete([
-                Message.system(t["reflect"]),
-                Message.user(prompts.render(t["attempt"], task=task, answer=_attempt(result),
-                                            feedback=verdict.feedback or "-"))], max_tokens=200)
+            try:
+                reply = await model.complete([
+                    Message.system(t["reflect"]),
+                    Message.user(prompts.render(t["attempt"], task=task, answer=_attempt(result),
+                                                feedback=verdict.feedback or "-"))], max_tokens=200)
+            except Exception as e:  # noqa: BLE001 - a spent budget, a model that failed: the end
+                yield Error(f"{type(e).__name__}: {e}", turns)
+                break
             usage.add(reply.usage)
             turns += 1
             reflection = " ".join(reply.message.content.split())[:600]
@@ -143,7 +163,7 @@ class Reflexion(Agent):
         error = None if verdict.passed else (verdict.feedback or "rejected by the evaluator")
         final = Result(result.answer, "done" if verdict.passed else "error", turns, calls, usage,
                        time.perf_counter() - start, result.messages, error, result.sandbox)
-        yield RunFinished(final)
+        yield RunFinished(run.finish(final))  # status "budget" when a budget ended it
 
     def _store(self, task: str, reflections: list[str], passed: bool) -> None:
         if self.store is None:
@@ -152,6 +172,34 @@ class Reflexion(Agent):
         for r in reflections:
             self.store.add(f"{brief} → {r}", kind="lesson", task=task[:300],
                            outcome="passed" if passed else "failed")
+
+
+async def _child_of(run: Any, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """A trial's events, every step of it taken with ``run`` as the current run
+    (``guard.run.CURRENT``), so the runs it starts (the trial's own, a ``Vote``'s) are sub-runs
+    of ``run``; set around each step only, so nothing of it reaches the consumer."""
+    from ..guard.run import CURRENT
+
+    try:
+        while True:
+            token = CURRENT.set(run)
+            try:
+                event = await anext(events, None)
+            finally:
+                CURRENT.reset(token)
+            if event is None:
+                return
+            yield event
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+def _spent(run: Any) -> bool:
+    try:
+        run.check()
+    except Exception:  # noqa: BLE001 - BudgetExceeded; run.finish says which
+        return True
+    return False
 
 
 async def _maybe(value: Any) -> Any:

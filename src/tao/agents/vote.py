@@ -102,7 +102,7 @@ class Vote(Agent):
     def _sampling(self, run: int) -> Sampling | None:
         return None if run == 0 else Sampling(self.temperature, self.seed + run - 1)
 
-    async def stream(self, task: str) -> AsyncIterator[Event]:
+    async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         start = time.perf_counter()
         lang = "zh" if (self.language or detect_language(task)) == "zh" else "en"
         t = prompts.table("vote")[lang]

@@ -36,11 +36,11 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
              json_output: bool = False, trace: str | os.PathLike[str] | None = None,
              quiet: bool = False, console: Any = None,
              tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
-             memory: Any = None, votes: int = 1) -> Result:
+             memory: Any = None, votes: int = 1, run_id: str | None = None) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
-    trace to ``trace`` when given. ``tools``, ``guard``, ``memory``: as for ``build_agent``.
-    Returns the Result."""
+    trace to ``trace`` when given. ``tools``, ``guard``, ``memory``: as for ``build_agent``;
+    ``run_id``: continue that journaled run (``tao resume``). Returns the Result."""
     from ..sinks.console import ConsoleSink
 
     runner = pkg().build_agent(agent, model, max_turns, tools=tools,
@@ -60,7 +60,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
             sinks.append(ConsoleSink(console, quiet=quiet,
                                      endpoint=limits() if callable(limits) else ""))
     try:
-        result = runner.run(task, sinks)
+        result = runner.run(task, sinks, run_id=run_id)
     finally:
         for sink in sinks:
             sink.close()
@@ -89,6 +89,9 @@ def run_command(
     tools: ToolsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the final answer.")] = False,
     mcp: McpOpt = None,
+    run_id: Annotated[str | None, typer.Option(
+        "--run-id", hidden=True, help="Continue this journaled run (what tao resume passes).")
+    ] = None,
     guard_flags: dict[str, Any] | None = None,
     docs: Annotated[Path | None, typer.Option(
         "--docs", metavar="DIR", help="Index DIR (new and changed files; see tao index) and give "
@@ -136,7 +139,8 @@ def run_command(
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
                                 json_output=json_output, trace=trace, quiet=quiet,
                                 tools=with_mcp(s.tools, extra), guard=guard, memory=remembered,
-                                **({"votes": votes} if votes > 1 else {}))
+                                **({"votes": votes} if votes > 1 else {}),
+                                **({"run_id": run_id} if run_id else {}))
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
     except (TaoError, ValueError, OSError) as e:  # no sandbox here; no price for --max-cost...

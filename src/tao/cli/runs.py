@@ -1,13 +1,17 @@
 """``tao runs``, ``tao resume RUN_ID`` and ``tao replay TRACE.jsonl``: durable runs.
 
     tao run "..." --journal runs.db      # every model reply and tool result journaled
+    tao code "..." --journal runs.db     # the same for tao code, and each answer of tao chat
     tao runs --journal runs.db           # id, status, agent, task, when
     tao resume 3f2a --journal runs.db    # after kill -9: continue it, nothing done twice
     tao replay run.jsonl                 # a recorded run (--trace) shown again in the console
 
-``tao resume`` runs ``tao run`` again as the journal recorded it (its options and task), under
-the same run id: what the journal holds is served from it, the rest runs live. Exit status: as
-``tao run``'s; 2 when the journal or the run is not there.
+``tao resume`` runs the command that started the run (``tao run``, ``tao code``) again as the
+journal recorded it (the options given, the task, the folder it ran in), under the same run id:
+what the journal holds is served from it, the rest runs live. A ``tao chat`` run is one answer:
+it is asked again with the conversation it had (the agent and model it ran with, the
+questions and answers before it), and the command ends after it. Exit status: as ``tao run``'s;
+2 when the journal or the run is not there.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import os
 import sys
 import time
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,10 +28,23 @@ import typer
 
 from .common import JournalOpt, app, fail
 
+#: the run ``tao resume`` continues, while it runs the command again: the command passes it to
+#: ``agent.run(..., run_id=resuming())`` so the run goes on under its own id
+RESUMING: ContextVar[str | None] = ContextVar("tao_cli_resuming", default=None)
+
+#: the commands whose runs ``tao resume`` starts again
+RESUMABLE = ("run", "code", "chat")
+
+
+def resuming() -> str | None:
+    """The id of the run ``tao resume`` is continuing now; None on a fresh run."""
+    return RESUMING.get()
+
 
 def journal_for(ctx: typer.Context, journal: Path | None) -> Any:
-    """``tao run``'s ``--journal FILE`` (or ``TAO_JOURNAL``) as a journal that records how the
-    run was started, so ``tao resume`` can start it again; None without either."""
+    """``--journal FILE`` (or ``TAO_JOURNAL``) of ``tao run``, ``tao code`` and ``tao chat``
+    as a journal that records how the run was started (the command's options, the folder it ran
+    in), so ``tao resume`` can start it again; None without either."""
     env = os.environ.get("TAO_JOURNAL", "")
     if journal is None and env in ("", "0"):
         return None
@@ -34,21 +52,27 @@ def journal_for(ctx: typer.Context, journal: Path | None) -> Any:
 
     try:
         return Journal(journal if journal is not None else (None if env == "1" else env),
-                       meta={"argv": recorded_argv(ctx)}).check()
+                       meta={"argv": recorded_argv(ctx), "cwd": os.getcwd()}).check()
     except JournalError as e:
         raise fail(f"error: {e}", 2) from None
 
 
 def recorded_argv(ctx: typer.Context) -> list[str]:
-    """The options ``tao run`` was given, as arguments again (the task is the journal's)."""
+    """The options the command was given, as arguments again (the task is the journal's). An
+    option left at its default is left out: tao.toml's value, if it sets one, holds again."""
     import enum
 
     import click
 
+    def given(name: str) -> bool:  # by name: typer bundles its own copy of click
+        return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in (
+            "DEFAULT", "DEFAULT_MAP")
+
     out = [ctx.command.name or "run"]
     for p in ctx.command.params:
         v = ctx.params.get(p.name or "")
-        if p.param_type_name == "argument" or p.name in ("journal", "task_file") or v is None:
+        if p.param_type_name == "argument" or p.name in ("journal", "task_file", "resume_run") \
+                or v is None or not given(p.name or ""):
             continue
         opt = p.opts[0]
         if getattr(p, "is_flag", False) and not getattr(p, "secondary_opts", None):
@@ -107,8 +131,7 @@ def resume_command(
 ) -> None:
     """Continue a journaled run after a crash (kill -9, OOM, a reboot): the journal's model
     replies and tool results are served, not made again; a call cut off in the middle is not
-    repeated blindly (see tao.runs)."""
-    from ..events import NEXT_RUN_ID
+    repeated blindly (see tao.runs). Runs of tao run, tao code and tao chat (one answer)."""
     from ..runs.journal import JournalError
 
     store = _journal(journal)
@@ -116,30 +139,65 @@ def resume_command(
         row = store.find(run_id)
     except JournalError as e:
         raise fail(f"error: {e}", 2) from None
-    argv = list(row["meta"].get("argv") or [])
-    if not argv or argv[0] not in ("run",):
-        raise fail(f"error: run {row['run_id']} was not started by `tao run --journal` (resume "
-                   "it in Python: agent.resume(run_id), with the agent built as it was)", 2)
+    meta = row["meta"]
+    argv = list(meta.get("argv") or [])
+    if not argv or argv[0] not in RESUMABLE:
+        raise fail(f"error: run {row['run_id']} was not started by `tao run`, `tao code` or "
+                   "`tao chat` with --journal (resume it in Python: agent.resume(run_id), with "
+                   "the agent built as it was)", 2)
     if row["status"] == "done":
         typer.echo(f"run {row['run_id'][:12]} is done already; its journal answers again",
                    err=True)
-    args = _rebuilt(argv, row["task"], store.path)
+    args, task_file = _rebuilt(argv, row, store.path)
     from typer.main import get_command
 
-    token = NEXT_RUN_ID.set(row["run_id"])  # the agent's stream takes it: the same run again
+    here, there = os.getcwd(), meta.get("cwd")
+    token = RESUMING.set(row["run_id"])  # the command runs its agent under this id again
     try:
-        get_command(app).main(args=args, prog_name="tao", standalone_mode=True)
+        if there and there != here and os.path.isdir(there):
+            os.chdir(there)  # its tao.toml, its relative paths (--workspace, --tools)
+        with _next_run_id(row["run_id"]):
+            get_command(app).main(args=args, prog_name="tao", standalone_mode=True)
     finally:
-        NEXT_RUN_ID.reset(token)
+        RESUMING.reset(token)
+        os.chdir(here)
+        if task_file is not None:
+            task_file.unlink(missing_ok=True)
 
 
-def _rebuilt(argv: list[str], task: str, journal: Path) -> list[str]:
-    """``tao run``'s arguments as recorded, the task from the journal, and this journal."""
+def _next_run_id(run_id: str) -> Any:
+    """``tao.events.NEXT_RUN_ID`` set to ``run_id`` where this tao still has it (the run id
+    taken by the next run that starts); nothing where runs take their id only as ``run_id=``."""
+    import contextlib
+
+    from .. import events
+
+    var = getattr(events, "NEXT_RUN_ID", None)
+    if var is None:
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def held() -> Any:
+        token = var.set(run_id)
+        try:
+            yield
+        finally:
+            var.reset(token)
+
+    return held()
+
+
+def _rebuilt(argv: list[str], row: dict[str, Any], journal: Path) -> tuple[list[str], Path | None]:
+    """The command's arguments as recorded, the task from the journal (a ``tao chat`` answer:
+    the run to answer again), and this journal; and the task's temporary file."""
     import tempfile
 
+    where = str(journal.resolve())
+    if argv[0] == "chat":
+        return [*argv, "--resume-run", row["run_id"], "--journal", where], None
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
-        f.write(task)
-    return [*argv, "--task-file", f.name, "--journal", str(journal)]
+        f.write(row["task"])
+    return [*argv, "--task-file", f.name, "--journal", where], Path(f.name)
 
 
 @app.command("replay")

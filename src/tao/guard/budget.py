@@ -15,6 +15,7 @@ from typing import Any
 
 from ..messages import Usage
 from ..models.base import Model, ModelResponse
+from ..models.wrapped import WrappedModel
 
 
 class BudgetExceeded(Exception):
@@ -214,23 +215,19 @@ class Meter:
         raise BudgetExceeded(self.stopped)
 
 
-class Metered(Model):
+class Metered(WrappedModel):
     """The run's model, counted: before each call the run's budgets are checked; each reply's
     usage (and cost) is added to its ``Meter``; the wall clock is checked at every chunk."""
 
     def __init__(self, model: Model, run: Meter):
-        self.inner, self.run = model, run
-        self.name, self.supports_grammar = model.name, model.supports_grammar
-
-    def __getattr__(self, name: str) -> Any:  # what else a loop reads off its model
-        return getattr(self.inner, name)
+        super().__init__(model)
+        self.run = run
 
     async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
         run = self.run
         run.check()
-        chunks = self.inner.stream(messages, **kwargs).__aiter__()
         timed = run.remaining() is not None
-        try:
+        async with self.chunks(messages, **kwargs) as chunks:
             while True:
                 try:  # a model silent past the wall-clock budget is stopped there
                     chunk = await (run.within(anext(chunks)) if timed else anext(chunks))
@@ -239,7 +236,3 @@ class Metered(Model):
                 if type(chunk) is ModelResponse:
                     run.spend(self.inner.name, chunk.usage)
                 yield chunk
-        finally:
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import prompts
-from ..events import ApprovalDecided, ApprovalRequested, Event, take_run_id
+from ..events import ApprovalDecided, ApprovalRequested, Event
 from ..messages import ToolCall
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
@@ -58,13 +58,15 @@ class Guard:
 
         self.journal = open_journal(journal, journal_fsync)
 
-    def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any]) -> Run:
+    def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any],
+              run_id: str | None = None) -> Run:
         """The run's guard state. A run started inside another's tool call or plan step (a
         sub-agent) has that run as its parent: the parent's policies, approver, budgets and
         audit log hold for it too."""
         tools = list(tools)
         self.policy.check_names(t.name for t in tools)
-        return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools, CURRENT.get())
+        return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools, CURRENT.get(),
+                   run_id)
 
 
 #: the run whose tool call (or plan step) is running: a sub-agent started there is its child
@@ -78,14 +80,14 @@ def _marks(t: Any) -> bool:
 
 class Run:
     def __init__(self, guard: Guard, task: str, agent: str, model: str, lang: str,
-                 tools: Iterable[Any], parent: Run | None = None):
+                 tools: Iterable[Any], parent: Run | None = None, run_id: str | None = None):
         import uuid
 
         tools = list(tools)
         self.parent = parent
         self.guard, self.policy, self.budget, self.lang = guard, guard.policy, guard.budget, lang
         self.t = prompts.table("guard")[lang]
-        self.id = take_run_id() or uuid.uuid4().hex  # the id the agent's stream gave the run
+        self.id = run_id or uuid.uuid4().hex  # the id the agent's stream gave the run
         b = self.budget
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
         self.active = bool(self.policy.active or guard.audit or b.meters_model

@@ -35,6 +35,7 @@ from typing import Any
 from .. import prompts
 from ..messages import Message, Usage
 from ..models.base import Chunk, Model, ModelResponse
+from ..models.wrapped import WrappedModel
 from .extract import PromptText, from_model, rules
 from .scrub import only_secret, scrub
 from .short import Counter, Fitter
@@ -169,7 +170,7 @@ class MemoryRun:
 
         if isinstance(model, WithHistory) and model.task == self.task:
             self.history = [*self.history, *model.history]
-            model = model.model
+            model = model.inner
         fitter = self.memory.fitter
         fits = fitter is not None and fitter.budget(model, {}) is not None
         if self.memory.store is None and not self.history and not fits:
@@ -199,13 +200,13 @@ def _preference(text: str) -> bool:
                                   "总是", "始终"))
 
 
-class Remembering(Model):
+class Remembering(WrappedModel):
     """The run's model behind its memory (see the module doc). Attributes not its own are the
     wrapped model's (``stats()``, ``llm``, ``n_ctx``)."""
 
     def __init__(self, model: Model, run: MemoryRun):
-        self.model, self.run = model, run
-        self.name, self.supports_grammar = model.name, model.supports_grammar
+        super().__init__(model)
+        self.run = run
         self.counter = run.memory.counter(model)
 
     def assemble(self, messages: Sequence[Message]) -> tuple[list[Message], int, int]:
@@ -228,20 +229,16 @@ class Remembering(Model):
         sent, head, task = self.assemble(messages)
         fitter, used = self.run.memory.fitter, Usage()
         if fitter is not None:
-            sent, used = await fitter.fit(self.model, self.counter, sent, head, task, kwargs)
-        async for chunk in self.model.stream(sent, **kwargs):
-            if type(chunk) is ModelResponse:
-                self.counter.observe(sent, kwargs.get("tools"), chunk.usage)
-                if used.total_tokens:  # the summary written for this call counts as its cost
-                    total = Usage(chunk.usage.prompt_tokens + used.prompt_tokens,
-                                  chunk.usage.completion_tokens + used.completion_tokens)
-                    chunk = ModelResponse(chunk.message, total, chunk.finish_reason)
-            yield chunk
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "model":  # not set yet (copy, pickle): no recursion
-            raise AttributeError(name)
-        return getattr(self.model, name)
+            sent, used = await fitter.fit(self.inner, self.counter, sent, head, task, kwargs)
+        async with self.chunks(sent, **kwargs) as chunks:
+            async for chunk in chunks:
+                if type(chunk) is ModelResponse:
+                    self.counter.observe(sent, kwargs.get("tools"), chunk.usage)
+                    if used.total_tokens:  # the summary written for this call counts as its cost
+                        total = Usage(chunk.usage.prompt_tokens + used.prompt_tokens,
+                                      chunk.usage.completion_tokens + used.completion_tokens)
+                        chunk = ModelResponse(chunk.message, total, chunk.finish_reason)
+                yield chunk
 
 
 def open_store(path: Any = None) -> Any:

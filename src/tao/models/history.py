@@ -23,18 +23,17 @@ from typing import Any
 
 from ..messages import Message
 from .base import Chunk, Model
+from .wrapped import WrappedModel
 
 
-class WithHistory(Model):
+class WithHistory(WrappedModel):
     """``model`` with ``history`` (``Message``s, usually user/answer pairs; read at each call)
     put before the user message that is ``task``. Name and grammar support are the model's."""
 
     def __init__(self, model: Model, history: Sequence[Message], task: str):
-        self.model = model
+        super().__init__(model)
         self.history = history
         self.task = task
-        self.name = model.name
-        self.supports_grammar = model.supports_grammar
 
     def with_history(self, messages: Sequence[Message]) -> list[Message]:
         messages = list(messages)
@@ -44,12 +43,7 @@ class WithHistory(Model):
         return messages
 
     def stream(self, messages: Sequence[Message], **kwargs: Any) -> AsyncIterator[Chunk]:
-        return self.model.stream(self.with_history(messages), **kwargs)
-
-    def __getattr__(self, name: str) -> Any:  # the wrapped model's own: stats(), llm, ...
-        if name == "model":  # not set yet (copy, pickle): no recursion
-            raise AttributeError(name)
-        return getattr(self.model, name)
+        return self.inner.stream(self.with_history(messages), **kwargs)
 
 
 __all__ = ["WithHistory"]

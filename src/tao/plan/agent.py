@@ -126,9 +126,9 @@ class PlanExecuteAgent(Agent):
         self.system_prompt = system_prompt
         self.guard = make_guard(guard)
 
-    async def stream(self, task: str) -> AsyncIterator[Event]:
+    async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        runner = asyncio.ensure_future(self._run(task, queue.put_nowait))
+        runner = asyncio.ensure_future(self._run(task, run_id, queue.put_nowait))
         runner.add_done_callback(lambda _: queue.put_nowait(_END))
         try:
             while (event := await queue.get()) is not _END:
@@ -139,11 +139,11 @@ class PlanExecuteAgent(Agent):
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
 
-    async def _run(self, task: str, emit: Callable[[Event], None]) -> None:
+    async def _run(self, task: str, run_id: str, emit: Callable[[Event], None]) -> None:
         start = time.perf_counter()
         lang = self.language or detect_language(task)
         lang = lang if lang in ("zh", "en") else "en"
-        guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox)
+        guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox, run_id)
         guard.emit = emit
         guard.enter()  # this task's own context: step agents run under this run's guard
         run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
@@ -238,20 +238,23 @@ class PlanExecuteAgent(Agent):
         run.tally.tool_calls += 1
         door = run.guard if run.guard.active else None
         call = ToolCall(f"{step.id}", step.tool, payload)
-        if door is not None and (run.remote is not None or isinstance(tool, AgentTool)):
-            admitted = await door.admit(call, tool)  # what the gate decided; no door of its own
-            if not isinstance(admitted, ToolCall):
-                return Attempt(False, admitted.content, retry=False)
-            call = admitted
-        if isinstance(tool, AgentTool):
+        if isinstance(tool, AgentTool):  # its events, not one result: admitted here
+            if door is not None:
+                admitted = await door.admit(call, tool)  # what the gate decided
+                if not isinstance(admitted, ToolCall):
+                    return Attempt(False, admitted.content, retry=False)
+                call = admitted
             try:
                 task = tool.validate(call.arguments)["task"]
             except ValueError as e:
                 return Attempt(False, f"Error: {e}", retry=False)
             return await self._nested(run, step.id, tool.stream(task, step.id), tool.name)
-        if run.remote is not None:
-            res = await run.remote.execute(step.tool, call.arguments)
-            res = door.after(call, tool, res) if door is not None else res
+        if run.remote is not None:  # a Ray task, through the same tool door as a local call
+            def remote(c: ToolCall, _thread: bool) -> Any:
+                return run.remote.execute(c.name, c.arguments)
+
+            res = await (door.call_tool(call, tool, remote) if door is not None
+                         else remote(call, False))
         elif tool.is_async():
             res = await self.toolbox.execute(call, run=door)
         else:  # our own pool: as many threads as steps may run at once

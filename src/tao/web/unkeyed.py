@@ -17,19 +17,16 @@ from .. import safe_json
 from ..errors import TaoError
 from ..messages import Message
 from ..models.base import Model, ModelResponse, Retrying
+from ..models.wrapped import WrappedModel
 
 MASK = "***"
 
 
-class Unkeyed(Model):
+class Unkeyed(WrappedModel):
     def __init__(self, model: Model, secrets: Sequence[str]):
-        self.inner = model
+        super().__init__(model)
         self.secrets = tuple(s for s in secrets if s)
-        self.name, self.supports_grammar = model.name, model.supports_grammar
         self._hold = max((len(s) for s in self.secrets), default=1) - 1
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def clean(self, text: str) -> str:
         for s in self.secrets:
@@ -38,25 +35,25 @@ class Unkeyed(Model):
 
     async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
         held = ""
-        chunks = self.inner.stream(messages, **kwargs).__aiter__()
         try:
-            async for chunk in chunks:
-                if isinstance(chunk, str):
-                    held = self.clean(held + chunk)
-                    cut = max(len(held) - self._hold, 0)
-                    if cut:
-                        yield held[:cut]
-                        held = held[cut:]
-                    continue
-                if held:
-                    yield held
-                    held = ""
-                if isinstance(chunk, ModelResponse):
-                    text = self.clean(safe_json.dumps(chunk.message.to_dict()))
-                    chunk = replace(chunk, message=Message.from_dict(safe_json.loads(text)))
-                elif isinstance(chunk, Retrying):
-                    chunk = replace(chunk, reason=self.clean(chunk.reason))
-                yield chunk
+            async with self.chunks(messages, **kwargs) as chunks:
+                async for chunk in chunks:
+                    if isinstance(chunk, str):
+                        held = self.clean(held + chunk)
+                        cut = max(len(held) - self._hold, 0)
+                        if cut:
+                            yield held[:cut]
+                            held = held[cut:]
+                        continue
+                    if held:
+                        yield held
+                        held = ""
+                    if isinstance(chunk, ModelResponse):
+                        text = self.clean(safe_json.dumps(chunk.message.to_dict()))
+                        chunk = replace(chunk, message=Message.from_dict(safe_json.loads(text)))
+                    elif isinstance(chunk, Retrying):
+                        chunk = replace(chunk, reason=self.clean(chunk.reason))
+                    yield chunk
             if held:
                 yield held
         except TaoError as e:  # "the endpoint refused key sk-...": said without the key
@@ -68,7 +65,3 @@ class Unkeyed(Model):
             except Exception:  # noqa: BLE001 - an error type built otherwise: its base says it
                 cleaned = TaoError(text)
             raise cleaned from None
-        finally:
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()

@@ -1,0 +1,67 @@
+"""One run's context, made once per run by ``RunContext(agent, task, lang, toolbox, run_id)``: the guard's run state (policy,
+approval, budgets, journal, audit), the memory's, and the two doors wrapped by them - the model
+door (``model``) and the tool door (``door``). It also holds the turn-level steps every loop
+shares, so a loop says only what is its own: one model turn becomes events; one set of tool calls
+becomes approvals, then Actions, then results; the run's end becomes its ``RunFinished``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from ..events import Action, Event, ModelRetry, RunFinished, TokenDelta
+from ..messages import Message, ToolCall, Usage
+from ..models.base import ModelResponse
+from ..result import Result, Status
+
+
+class RunContext:
+    """Made by the loop as its run starts; the loop then reads ``model``
+    and ``door`` (the guarded doors), ``guard`` (for what is its own: fencing, the system note),
+    ``usage`` and, after each ``model_turn``, ``response``."""
+
+    def __init__(self, agent: Any, task: str, lang: str, toolbox: Any, run_id: str):
+        self.started = time.perf_counter()
+        self.agent_model = agent.model
+        self.guard = agent.guard.start(task, agent.name, agent.model.name, lang, toolbox, run_id)
+        self.memory = agent.memory.start(task, lang)  # recalled memories, history, fitting
+        self.model = self.guard.wrap(self.memory.wrap(agent.model))
+        self.toolbox = toolbox
+        self.door = toolbox.bind(self.guard)
+        self.usage = Usage()
+        self.response: ModelResponse | None = None
+        self.results: list[Any] = []
+
+    async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
+        """One model call as events (text as it streams, retries said); its reply is
+        ``self.response`` afterwards and its usage is counted."""
+        self.response = None
+        async for chunk in chunks:
+            if type(chunk) is str:
+                yield TokenDelta(chunk, turn)
+            elif type(chunk) is ModelResponse:
+                self.response = chunk
+            else:
+                yield ModelRetry(turn, chunk.attempt, chunk.reason, chunk.delay_s)
+        assert self.response is not None, "a model stream ends with its ModelResponse"
+        self.usage.add(self.response.usage)
+
+    async def tool_turn(self, calls: Sequence[ToolCall], turn: int) -> AsyncIterator[Event]:
+        """The calls of one turn: the approvals they need, asked together before any Action;
+        then an ``Action`` each (as it will run: an edit shown); then all of them through the
+        tool door. Their results are ``self.results`` afterwards, in order."""
+        async for event in self.guard.gate(calls, self.toolbox):
+            yield event
+        for call in calls:
+            yield Action(self.guard.shown(call), turn)
+        self.results = await self.door.execute_all(calls)
+
+    async def finish(self, answer: str | None, status: Status, turns: int, actions: int,
+                     messages: list[Message], error: str | None = None,
+                     sandbox: str | None = None) -> RunFinished:
+        """The run's ``RunFinished``: memory keeps what it keeps, the guard closes the run
+        (audit, journal status)."""
+        result = Result(answer, status, turns, actions, self.usage,
+                        time.perf_counter() - self.started, messages, error, sandbox)
+        return RunFinished(self.guard.finish(await self.memory.finish(result, self.agent_model)))
