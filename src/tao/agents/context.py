@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import Action, Event, ModelRetry, RunFinished, TokenDelta
 from ..messages import Message, ToolCall, Usage
-from ..models.base import ModelResponse
+from ..models.base import Model, ModelResponse
 from ..result import Result, Status
+from ..tools.base import Toolbox, ToolResult
+
+if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
+    from ..guard.run import Run
+    from ..memory.inject import MemoryRun
 
 
 class RunContext:
@@ -21,17 +26,18 @@ class RunContext:
     and ``door`` (the guarded doors), ``guard`` (for what is its own: fencing, the system note),
     ``usage`` and, after each ``model_turn``, ``response``."""
 
-    def __init__(self, agent: Any, task: str, lang: str, toolbox: Any, run_id: str):
+    def __init__(self, agent: Any, task: str, lang: str, toolbox: Toolbox, run_id: str):
         self.started = time.perf_counter()
-        self.agent_model = agent.model
-        self.guard = agent.guard.start(task, agent.name, agent.model.name, lang, toolbox, run_id)
-        self.memory = agent.memory.start(task, lang)  # recalled memories, history, fitting
-        self.model = self.guard.wrap(self.memory.wrap(agent.model))
+        self.agent_model: Model = agent.model
+        self.guard: Run = agent.guard.start(task, agent.name, agent.model.name, lang, toolbox,
+                                            run_id)
+        self.memory: MemoryRun = agent.memory.start(task, lang)  # recalled, history, fitting
+        self.model: Model = self.guard.wrap(self.memory.wrap(agent.model))
         self.toolbox = toolbox
-        self.door = toolbox.bind(self.guard)
+        self.door: Toolbox = toolbox.bind(self.guard)
         self.usage = Usage()
         self.response: ModelResponse | None = None
-        self.results: list[Any] = []
+        self.results: list[ToolResult] = []
 
     async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
         """One model call as events (text as it streams, retries said); its reply is

@@ -78,5 +78,5 @@ def coder_prompt(workspace: Any) -> str:
 
     lang = getattr(workspace, "language", "en")
     tools = workspace if isinstance(workspace, Toolbox) else Toolbox(list(workspace))
-    return (TextProtocol().system_prompt(lang, tools) + "\n\n" +
-            prompts.table("code")[lang]["rules"].rstrip())
+    rules: str = prompts.table("code")[lang]["rules"]
+    return TextProtocol().system_prompt(lang, tools) + "\n\n" + rules.rstrip()

@@ -38,6 +38,7 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import TaoError
 from .spec import AGENTS
@@ -123,7 +124,7 @@ def load_config(folder: str | os.PathLike[str] | None = None) -> Config:
 KEYS = ("model", "agent", "tools", "max_turns", "timeout", "workspace", "mcp", *GUARD_KEYS)
 
 
-def _read(table: dict, path: Path) -> Config:
+def _read(table: dict[str, Any], path: Path) -> Config:
     config = Config(path=path)
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
@@ -182,18 +183,18 @@ def _read(table: dict, path: Path) -> Config:
     return config
 
 
-def _is_names(value) -> bool:
+def _is_names(value: Any) -> bool:
     value = [value] if isinstance(value, str) else value
     return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
 
 
-def _tool_names(value) -> list[str]:
+def _tool_names(value: Any) -> list[str]:
     """``["a", "b"]`` or ``"a, b"`` (as the flags take them): the names, stripped."""
     value = [value] if isinstance(value, str) else value
     return [n.strip() for v in value for n in v.split(",") if n.strip()]
 
 
-def _approval(value, path: Path) -> dict[str, bool | str]:
+def _approval(value: Any, path: Path) -> dict[str, bool | str]:
     """``require_approval``: tool names (each call asks), or a table of name = true | "regex"
     (only the calls whose string arguments match the regex ask: ``run_command = "\\brm\\b"``).
     A regex that does not compile is the file's error now, not a rule that never matches."""
@@ -221,7 +222,7 @@ def _approval(value, path: Path) -> dict[str, bool | str]:
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)")
 
 
-def _mcp(servers, path: Path) -> list[str]:
+def _mcp(servers: Any, path: Path) -> list[str]:
     """MCP servers: each a command line that starts one (spoken over stdio) or an http(s) URL.
     Checked here so that a quote left open or an ``htp://`` typo is the file's error at once,
     not a server that fails to start in the middle of a run."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 #: every agent name a user may type, with what it is
 ARCHITECTURE = {"react": "ReAct", "react-text": "ReAct (text protocol)",
@@ -16,7 +16,8 @@ AGENTS = tuple(ARCHITECTURE)
 #: the coding agent (``tao code``, the web's "code"): ReAct with the text protocol on a workspace
 CODER = "code"
 #: the ReAct protocol each ReAct agent name speaks
-PROTOCOL = {"react": "tools", "react-text": "text", "react-json": "json"}
+PROTOCOL: dict[str, Literal["tools", "text", "json"]] = {
+    "react": "tools", "react-text": "text", "react-json": "json"}
 #: what one action of each agent is, for tables that count them
 UNIT = {"react": "tool calls", "react-text": "tool calls", "react-json": "tool calls",
         "codeact": "executions", "plan": "steps", CODER: "tool calls"}

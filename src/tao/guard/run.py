@@ -11,7 +11,7 @@ wraps around an await that may need a human (ReAct's ``gate``, CodeAct's code bl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
@@ -90,18 +90,19 @@ class Run:
         self.id = run_id or uuid.uuid4().hex  # the id the agent's stream gave the run
         b = self.budget
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
-        self.active = bool(self.policy.active or guard.audit or b.meters_model
-                           or (self.parent and self.parent.active) or any(_marks(t) for t in tools))
-        self.approve = guard.approve if guard.approve is not None or not self.parent \
+        self.active: bool = bool(self.policy.active or guard.audit or b.meters_model
+                                 or (self.parent and self.parent.active)
+                                 or any(_marks(t) for t in tools))
+        self.approve: Any = guard.approve if guard.approve is not None or not self.parent \
             else self.parent.approve
-        self.audit_log = guard.audit or (self.parent.audit_log if self.parent else None)
+        self.audit_log: Any = guard.audit or (self.parent.audit_log if self.parent else None)
         #: the run journal (``tao.runs``): a sub-agent's calls are journaled in its parent's run
-        self.journal = self.parent.journal if self.parent and self.parent.journal else (
+        self.journal: Any = self.parent.journal if self.parent and self.parent.journal else (
             guard.journal.start(self.id, agent, model, task) if guard.journal else None)
         self._journal_own = self.journal is not None and not (self.parent and self.parent.journal)
         self.active = self.active or self.journal is not None
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
-        self.meter = Meter(b, self.t, self.id, self.parent.meter if self.parent else None)
+        self.meter: Meter = Meter(b, self.t, self.id, self.parent.meter if self.parent else None)
         self.tainted = False
         self._reads = self._fenced_at = 0  # untrusted results read; and when last fenced()
         self.tag = ""
@@ -173,9 +174,9 @@ class Run:
         """The policy's word on ``call``, the strictest of this run's and its parents'; for a
         call the journal has the result of, "run" (decided the first time)."""
         if self.journal is not None:
-            from ..runs.resume import verdict
+            from ..runs import resume
 
-            said = verdict(self.journal, call, tool)
+            said = resume.verdict(self.journal, call, tool)
             if said is not None:
                 return (said, "why_resumed")
         verdict, why = self.policy.check(call.name, tool, call.arguments, self.tainted)
@@ -193,7 +194,7 @@ class Run:
             self._keep(call, admitted)
         return admitted
 
-    async def gate(self, calls: Sequence[ToolCall], tools: Any):
+    async def gate(self, calls: Sequence[ToolCall], tools: Any) -> AsyncIterator[Event]:
         """Decide the calls of one turn before the loop shows them (an async generator of the
         approval events); ``execute`` then runs what was decided. Budgets are checked first."""
         if not self.active:
@@ -207,7 +208,8 @@ class Run:
                                                       else None) for c in calls)))
         async for event in pump:
             yield event
-        for c, a in zip(calls, pump.value):
+        decided: Any = pump.value  # what the gathered admissions gave, in call order
+        for c, a in zip(calls, decided):
             self._keep(c, a)
 
     def _keep(self, call: ToolCall, admitted: Any) -> None:

@@ -30,8 +30,8 @@ class WrappedModel(Model):
     @property
     def base(self) -> Model:
         """The model at the bottom of the stack (any wrapper that keeps it as ``inner``)."""
-        model: Any = self.inner
-        while (inner := getattr(model, "__dict__", {}).get("inner")) is not None:
+        model: Model = self.inner
+        while isinstance(inner := getattr(model, "__dict__", {}).get("inner"), Model):
             model = inner
         return model
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..messages import ToolCall
-from ..models.base import ToolSpec
+from ..messages import ToolSpec
 from ..safe_json import MAX_DEPTH, too_deep
 from . import interrupts
 from .text import (MAX_OBSERVATION_CHARS, _explain, _shown, _type_name,  # noqa: F401 - _shown:
@@ -115,12 +115,23 @@ class Tool:
         return cached
 
 
+class ToolDoor(Protocol):
+    """What a run puts at the tool door (``tao.guard.run.Run``): ``Toolbox.execute`` hands it
+    each call with the tool and a way to run it, and returns what it returns."""
+
+    active: bool
+
+    async def call_tool(self, call: ToolCall, tool: Tool | None,
+                        execute: Callable[[ToolCall, bool], Awaitable[ToolResult]]) -> ToolResult:
+        ...
+
+
 class Toolbox:
     """The registry an agent calls tools through. ``bind(run)`` gives the same tools with a
     run's guard (``tao.guard.run.Run``) on the door: every call is admitted by it (policy,
     approval, budgets) before it runs and passed through it after (untrusted output, audit)."""
 
-    _run: Any = None
+    _run: ToolDoor | None = None
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()):
         self._tools: dict[str, Tool] = {}
@@ -128,17 +139,19 @@ class Toolbox:
             for one in (t if isinstance(t, Toolbox) else (t,)):  # a Toolbox among them: its tools
                 self.add(one)
 
-    def add(self, t: Tool | Callable[..., Any]) -> Tool:
-        if not isinstance(t, Tool):
-            if not callable(t):
-                raise TypeError(f"not a tool: {t!r}")
-            t = FunctionTool(t)
+    def add(self, given: Tool | Callable[..., Any]) -> Tool:
+        if isinstance(given, Tool):
+            t = given
+        elif callable(given):
+            t = FunctionTool(given)
+        else:
+            raise TypeError(f"not a tool: {given!r}")
         if not t.name:
             raise TypeError(f"{type(t).__name__} has no name")
         if t.name in self._tools and hasattr(t, "prefixed"):  # an MCP tool yields the name:
             t = t.prefixed()                                  # it takes its server's prefix
         elif t.name in self._tools and hasattr(self._tools[t.name], "prefixed"):
-            moved = self._tools.pop(t.name).prefixed()
+            moved: Tool = getattr(self._tools.pop(t.name), "prefixed")()
             self._tools[moved.name] = moved
         if t.name in self._tools:
             raise ValueError(f"two tools are named {t.name!r}")
@@ -151,7 +164,7 @@ class Toolbox:
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -164,7 +177,7 @@ class Toolbox:
     def specs(self) -> list[ToolSpec]:
         return [t.spec for t in self._tools.values()]
 
-    def bind(self, run: Any) -> Toolbox:
+    def bind(self, run: ToolDoor | None) -> Toolbox:
         """These tools behind ``run``'s guard (itself when the run's guard has nothing to do)."""
         if run is None or not run.active:
             return self
@@ -174,7 +187,8 @@ class Toolbox:
         bound._run = run
         return bound
 
-    async def execute(self, call: ToolCall, *, in_thread: bool = False, run: Any = None) -> ToolResult:
+    async def execute(self, call: ToolCall, *, in_thread: bool = False,
+                      run: ToolDoor | None = None) -> ToolResult:
         """Run one call; every failure becomes an error ``ToolResult`` - also a tool raising
         ``SystemExit``, ``KeyboardInterrupt`` or another ``BaseException`` (see ``interrupts``).
         What stops the run is the user: a real Ctrl-C, or the run's task being cancelled. With
@@ -225,12 +239,11 @@ class Toolbox:
                    else f"{type(e).__name__}: {e}")  # the tool's own timeout, not ours
             return ToolResult(f"Error: {msg}", True, time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - a tool's failure is the model's observation
-            if isinstance(e, interrupts.Contained):
-                e = e.error
-                if interrupts.stops_the_run(e, mark):
-                    raise e from None
-            return ToolResult(error_text(e), True, time.perf_counter() - start,
-                              retryable=getattr(e, "retryable", True) is not False)
+            error: BaseException = e.error if isinstance(e, interrupts.Contained) else e
+            if error is not e and interrupts.stops_the_run(error, mark):
+                raise error from None
+            return ToolResult(error_text(error), True, time.perf_counter() - start,
+                              retryable=getattr(error, "retryable", True) is not False)
         except BaseException as e:  # SystemExit, KeyboardInterrupt, CancelledError, GeneratorExit...
             if interrupts.stops_the_run(e, mark):
                 raise
