@@ -66,7 +66,11 @@ class ToolBridge:
         return list(self._docs.items())
 
     async def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """Run a tool for the sandbox: its value as plain data, or ``ToolCallError``."""
+        """Run a tool for the sandbox: its value as plain data, or ``ToolCallError``. After it,
+        ``ran_s`` is how long the tool itself ran (None: all of the call's time), so the host
+        can keep the time a call waited at the door - on a person's approval - off the code's
+        clock."""
+        self.ran_s: float | None = None
         if name in self._functions:
             try:
                 value = self._functions[name](*args, **kwargs)
@@ -82,6 +86,7 @@ class ToolBridge:
 
         call = ToolCall(f"sandbox-{next(self._ids)}", name, arguments)
         result = await self._toolbox.execute(call)
+        self.ran_s = result.duration_s  # the tool's own time; the rest was the door's (approval)
         if result.is_error:
             message = result.content
             raise ToolCallError(message.removeprefix("Error: "))

@@ -314,8 +314,11 @@ class WorkerSandbox:
                             worker.ready, worker.info = True, ev
                             outcome = "ready" if until == "ready" else ""
                             deadline.reschedule(loop.time() + timeout)
-                    elif ev.get("op") == "call":
-                        await self._serve_call(worker, ev, calls)
+                    elif ev.get("op") == "call":  # the code waits on the host: its clock stops
+                        left = (deadline.when() or loop.time()) - loop.time()
+                        deadline.reschedule(None)
+                        ran = await self._serve_call(worker, ev, calls)
+                        deadline.reschedule(loop.time() + left - ran)  # the tool's run counts
                     elif ev.get("op") == "done":
                         outcome, answer = "done", ev
         except TimeoutError:
@@ -373,7 +376,10 @@ class WorkerSandbox:
                     loop.remove_writer(worker.ctl_w)
 
     async def _serve_call(self, worker: _Worker, msg: dict[str, Any],
-                          calls: list[ToolCallRecord]) -> None:
+                          calls: list[ToolCallRecord]) -> float:
+        """Serve one tool call of the code; the seconds the tool itself ran come back, for the
+        code's clock: what the call waited at the tool door - a person deciding an approval -
+        is not the code's time."""
         started = time.perf_counter()
         name, args, kwargs = msg.get("name"), msg.get("args"), msg.get("kwargs")
         reply: dict[str, Any]
@@ -385,9 +391,12 @@ class WorkerSandbox:
             reply = {"op": "result", "error": str(e) or "tool failed"}
         except Exception as e:  # noqa: BLE001 - a bridge failure is still the code's observation
             reply = {"op": "result", "error": f"{type(e).__name__}: {e}"}
+        elapsed = time.perf_counter() - started
         calls.append(ToolCallRecord(str(name), tuple(args or ()), dict(kwargs or {}),
-                                    reply.get("error"), time.perf_counter() - started))
+                                    reply.get("error"), elapsed))
         await self._write(worker, frame(reply))
+        ran = getattr(self._bridge, "ran_s", None)
+        return elapsed if ran is None else min(ran, elapsed)
 
 
 def _set_done(fut: asyncio.Future[None]) -> None:
