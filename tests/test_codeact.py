@@ -16,10 +16,12 @@ from tao import ScriptedModel, prompts, tool
 from tao.agents.code_blocks import CODE_GRAMMAR
 from tao.agents.codeact import CodeActAgent
 from tao.events import (
+    Action,
     CodeExecution,
     Error,
     ExecutionFinished,
     FinalAnswer,
+    Observation,
     RunFinished,
     RunStarted,
     Thought,
@@ -48,11 +50,15 @@ def test_seed_xiaoming_two_turns_one_execution():
     assert result.ok and result.answer == "他还剩 4 元。"
     assert (result.turns, result.tool_calls) == (2, 1)
     kinds = [type(e) for e in events if type(e) is not TokenDelta]
-    assert kinds == [RunStarted, TurnStarted, Thought, CodeExecution, ExecutionFinished,
-                     TurnStarted, FinalAnswer, RunFinished]
-    code, done = events[3 + 1], events[4 + 1]  # after the streamed token
-    assert isinstance(code, CodeExecution) and "subtract(50, spent)" in code.code
-    assert isinstance(done, ExecutionFinished)
+    assert kinds == [RunStarted, TurnStarted, Thought, CodeExecution, *[Action, Observation] * 4,
+                     ExecutionFinished, TurnStarted, FinalAnswer, RunFinished]
+    calls = [(e.call.name, e.call.arguments) for e in events if type(e) is Action]
+    assert calls == [("multiply", {"a": 3, "b": 12}), ("multiply", {"a": 2, "b": 5}),
+                     ("add", {"a": 36, "b": 10}), ("subtract", {"a": 50, "b": 46})]
+    assert [e.content for e in events if type(e) is Observation] == ["36", "10", "46", "4"]
+    code = next(e for e in events if type(e) is CodeExecution)
+    done = next(e for e in events if type(e) is ExecutionFinished)
+    assert "subtract(50, spent)" in code.code
     assert (done.stdout, done.error, done.observation, done.turn) == ("4\n", None, "4", 1)
     assert done.duration_s > 0
     # the prompt followed the task's language and listed the seed's helpers

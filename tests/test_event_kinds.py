@@ -1,8 +1,9 @@
 """The event stream a sink reads, kind by kind, for the seed question on every agent - the same
-before and after the loops moved onto one run context (issue 25). Sinks (the console, the web
-page, the trace, OpenTelemetry) rely on this order: a turn starts, the text streams, the
-thought, then approvals before the Action they decide, then its Observation; the answer; the
-end. ``token*19`` is 19 text deltas in a row."""
+before and after the loops moved onto one run context (issue 25; the one change since: the tool
+calls CodeAct's code makes are Actions and Observations too). Sinks (the console, the web page,
+the trace, OpenTelemetry) rely on this order: a turn starts, the text streams, the thought, then
+approvals before the Action they decide, then its Observation; the answer; the end.
+``token*19`` is 19 text deltas in a row."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ AGENTS = {
     "codeact": (lambda tmp: CodeActAgent(ScriptedModel(
         ["先算。\n```python\nspent = add(multiply(3, 12), multiply(2, 5))\n"
          "print(subtract(50, spent))\n```", DONE], chunk_size=9), sandbox="subprocess"),
-        "run_started turn_started token*10 thought code execution turn_started token "
-        "final_answer run_finished"),
+        "run_started turn_started token*10 thought code " + "action observation " * 4 +
+        "execution turn_started token final_answer run_finished"),
     "guarded": (lambda tmp: ReActAgent(ScriptedModel([*CALLS, DONE], chunk_size=3), [calculator],
                                        deny=["calculate"], require_approval=["calculator"],
                                        approve=lambda request: True, audit=tmp / "audit.jsonl",

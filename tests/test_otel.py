@@ -188,6 +188,17 @@ def test_a_codeact_code_block_is_a_python_tool_span(spans):
         == result.usage.completion_tokens
 
 
+def test_the_tools_a_codeact_block_calls_are_spans_of_the_run_too(spans):
+    from tao.agents.codeact import CodeActAgent
+
+    model = ScriptedModel(["```python\nprint(multiply(6, 7))\n```", "42"])
+    assert CodeActAgent(model).run("6 times 7?").answer == "42"
+    got = spans()
+    [call] = named(got, "execute_tool multiply")
+    [root] = named(got, "invoke_agent")
+    assert parent_of(call, got) is root and call.status.is_ok
+
+
 def test_a_recorded_trace_becomes_the_same_spans_afterwards(tmp_path):
     # an OtelSink is a sink like any other: a JSONL trace read back gives the tree again, at
     # the times the run had (no model door then: chat spans without token counts)

@@ -24,7 +24,7 @@ from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, detect_language, make_guard, make_memory
 from .code_blocks import CODE_GRAMMAR, Reply, split_reply
-from .context import RunContext
+from .context import Reported, RunContext
 
 
 class CodeActAgent(Agent):
@@ -110,7 +110,8 @@ class CodeActAgent(Agent):
         own = self.sandbox is None or isinstance(self.sandbox, str)
         turn, answer, status, error = 0, None, "max_turns", None
         try:
-            sandbox = self._sandbox(run.door)
+            door = run.code_door()  # the code's tool calls: Actions and Observations too
+            sandbox = self._sandbox(door)
         except SandboxError as e:  # the backend cannot run here: the run ends before any turn
             error = f"{type(e).__name__}: {e}"
             error += "" if "TAO_SANDBOX" in error else texts["choose_sandbox"]
@@ -118,7 +119,7 @@ class CodeActAgent(Agent):
             yield Error(error, 0)
             yield await run.finish(None, "error", 0, 0, messages, error)
             return
-        blocks = Blocks(self, run, sandbox, texts)
+        blocks = Blocks(self, run, sandbox, texts, door)
         yield RunStarted(task, self.name, self.model.name, described := describe_sandbox(sandbox))
         try:
             if own:
@@ -184,17 +185,20 @@ class Blocks:
     when the code read untrusted content, noted in the journal, and the rest are skipped after
     an error. ``answer`` is set when a block called ``final_answer``."""
 
-    def __init__(self, agent: CodeActAgent, run: RunContext, sandbox: Any, texts: dict[str, str]):
-        self.agent, self.ctx, self.sandbox, self.texts = agent, run, sandbox, texts
+    def __init__(self, agent: CodeActAgent, run: RunContext, sandbox: Any, texts: dict[str, str],
+                 door: Reported):
+        self.agent, self.ctx, self.sandbox, self.texts, self.door = agent, run, sandbox, texts, door
         self.executions, self.answer = 0, None
         self.outputs: list[str] = []
         self.last: Any = None
 
     async def run(self, reply: Reply, turn: int) -> AsyncIterator[Event]:
         guard, self.outputs = self.ctx.guard, []
+        self.door.turn = turn
         for i, code in enumerate(reply.blocks, 1):
             yield CodeExecution(code, turn, i)
-            pump = guard.pump(self.sandbox.execute(code, self.agent.timeout), timed=True)
+            pump = guard.pump(self.sandbox.execute(code, self.agent.timeout), timed=True,
+                              events=bool(self.door.names))
             async for event in pump:  # approvals of the code's tool calls, as they come
                 yield event
             res = self.last = pump.value

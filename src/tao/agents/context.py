@@ -7,14 +7,14 @@ becomes approvals, then Actions, then results; the run's end becomes its ``RunFi
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..events import Action, Event, ModelRetry, RunFinished, TokenDelta
+from ..events import Action, Event, ModelRetry, Observation, RunFinished, TokenDelta
 from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
 from ..result import Result, Status
-from ..tools.base import Toolbox, ToolResult
+from ..tools.base import ToolDoor, Toolbox, ToolResult
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
     from ..guard.run import Run
@@ -63,6 +63,12 @@ class RunContext:
             yield Action(self.guard.shown(call), turn)
         self.results = await self.door.execute_all(calls)
 
+    def code_door(self) -> Reported:
+        """The tool door as model-written code reaches it (CodeAct's sandbox bridge): each
+        call the code makes is an ``Action`` and an ``Observation`` of this run, as a call of
+        a ReAct turn is, so sinks show it and tracing gives it a span."""
+        return Reported(self.door, self.guard.emit)
+
     async def finish(self, answer: str | None, status: Status, turns: int, actions: int,
                      messages: list[Message], error: str | None = None,
                      sandbox: str | None = None) -> RunFinished:
@@ -71,3 +77,29 @@ class RunContext:
         result = Result(answer, status, turns, actions, self.usage,
                         time.perf_counter() - self.started, messages, error, sandbox)
         return RunFinished(self.guard.finish(await self.memory.finish(result, self.agent_model)))
+
+
+class Reported(Toolbox):
+    """A run's tool door whose calls are reported as events as they happen (``emit``: the run's
+    outbox, pumped while the code runs). ``turn`` is the turn the calls belong to. A call is
+    shown as it runs (after its approval, edits applied); a refused one with its refusal."""
+
+    def __init__(self, door: Toolbox, emit: Callable[[Event], None]):
+        self.__dict__.update(door.__dict__)  # the same tools, behind the same run
+        self.emit, self.turn = emit, 0
+        self._shown: set[str] = set()
+
+    async def execute(self, call: ToolCall, *, in_thread: bool = False,
+                      run: ToolDoor | None = None) -> ToolResult:
+        result = await super().execute(call, in_thread=in_thread, run=run)
+        if call.id not in self._shown:  # refused before it ran
+            self.emit(Action(call, self.turn))
+        self._shown.discard(call.id)
+        self.emit(Observation(call.id, call.name, result.content, result.is_error, self.turn,
+                              result.duration_s))
+        return result
+
+    async def _execute(self, call: ToolCall, in_thread: bool) -> ToolResult:
+        self._shown.add(call.id)
+        self.emit(Action(call, self.turn))
+        return await super()._execute(call, in_thread)

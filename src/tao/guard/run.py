@@ -359,14 +359,15 @@ class Run:
             if not f.done():  # the call's wait was cut (a code block killed at its time limit)
                 f.set_result(d)
 
-    def pump(self, awaitable: Awaitable[Any], *, timed: bool = False) -> Pump:
+    def pump(self, awaitable: Awaitable[Any], *, timed: bool = False, events: bool = False) -> Pump:
         """``async for event in run.pump(aw)``: the approval events of what ``aw`` does, while
         it runs; then ``.value`` (see ``outbox``). ``timed``: ``aw`` is stopped at the
         wall-clock budget (CodeAct's code, which passes neither door while it computes; not a
-        turn's approvals, where a person is typing)."""
+        turn's approvals, where a person is typing). ``events``: ``aw`` emits events of its own
+        (CodeAct's tool calls), so it is pumped even when the guard has nothing to do."""
         if timed and self.meter.remaining() is not None:
             awaitable = self.meter.within(awaitable)
-        return Pump(self.outbox, awaitable, self.active)
+        return Pump(self.outbox, awaitable, self.active or events)
 
     # -- audit ----------------------------------------------------------------------------------
     def _audit_call(self, call: ToolCall, tool: Any, status: str, duration: float) -> None:
