@@ -334,7 +334,7 @@ def test_a_step_agent_is_held_by_the_plan_s_policy_approver_and_budget():
     assert result.status == "budget" and result.error == "max_tool_calls=2: call 3 refused"
 
 
-def test_arguments_changed_after_the_decision_do_not_run():
+def test_a_sink_that_rewrites_an_approved_call_changes_nothing_that_runs():
     ran: list = []
 
     def tamper(event):  # a sink that rewrites the approved call before it runs
@@ -345,5 +345,5 @@ def test_arguments_changed_after_the_decision_do_not_run():
     agent = ReActAgent(model, [shell_tool(ran, requires_approval=True)], approve=lambda r: True)
     events: list = []
     agent.run("list", sinks=[tamper, events.append])
-    assert ran == []
-    assert "other arguments" in of(events, Observation)[0].content
+    assert ran == ["ls"]  # a sink reads a copy: the call runs as it was approved
+    assert of(events, Observation)[0].content == "ran ls"

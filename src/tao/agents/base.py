@@ -65,17 +65,58 @@ def make_memory(memory: Any) -> Any:
     return as_memory(memory)
 
 
-async def _numbered(events: AsyncIterator[Event], run_id: str) -> AsyncIterator[Event]:
-    """Every event of the run stamped with its id, its number and the time."""
+async def _numbered(events: AsyncIterator[Event], run_id: str,
+                    hide: Callable[[Event], Event]) -> AsyncIterator[Event]:
+    """Every event of the run with its secrets hidden (``hide``), stamped with the run's id,
+    its number and the time."""
     import time
 
     seq = 0
     try:
         async for event in events:
             seq += 1
-            yield stamp(event, run_id, seq, time.time())
+            yield stamp(hide(event), run_id, seq, time.time())
     finally:
         await events.aclose()  # type: ignore[attr-defined]
+
+
+def _hider(agent: Any) -> Callable[[Event], Event]:
+    """What a run's events show of a call's arguments: a secret's value never (the keys that
+    name one, a tool's ``secret=`` and the guard's, secret environment values, key-shaped
+    strings; ``tao.guard.redact``), so no sink - console, trace, web page, span - gets it.
+    The tool itself, the approver and the journal get the real arguments."""
+    from dataclasses import replace
+
+    from ..events import Action, ApprovalDecided, ApprovalRequested
+
+    kinds = (Action, ApprovalRequested, ApprovalDecided)
+    state: dict[str, Any] = {}
+
+    def hide(event: Event) -> Event:
+        if type(event) not in kinds:
+            return event
+        if not state:
+            from ..guard.redact import env_secrets, redact
+
+            toolbox = getattr(agent, "toolbox", None) or ()
+            names = {t.name: tuple(getattr(t, "secret", ())) for t in toolbox}
+            extra = tuple(getattr(getattr(agent, "guard", None), "secret", ()))
+            state.update(redact=redact, env=env_secrets(), names=names, extra=extra)
+
+        def clean(tool: str, arguments: Any) -> Any:
+            return state["redact"](arguments, (*state["names"].get(tool, ()), *state["extra"]),
+                                   state["env"])
+
+        if type(event) is Action:
+            call = event.call
+            return replace(event, call=replace(call, arguments=clean(call.name, call.arguments)))
+        if type(event) is ApprovalRequested:
+            return replace(event, arguments=clean(event.tool, event.arguments))
+        if event.arguments is None:  # type: ignore[attr-defined]
+            return event
+        return replace(event, arguments=clean(event.tool, event.arguments))  # type: ignore[attr-defined]
+
+    return hide
 
 
 class Agent:
@@ -95,7 +136,7 @@ class Agent:
         from .. import tracing  # no OpenTelemetry until a traced run starts
 
         rid = run_id or uuid.uuid4().hex
-        events = _numbered(self.loop(task, rid), rid)
+        events = _numbered(self.loop(task, rid), rid, _hider(self))
         return tracing.traced(events) if tracing.enabled() else events
 
     def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
