@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..agents.base import Agent, Result, detect_language, make_guard, make_memory
+from ..agents.base import Agent, detect_language, make_guard, make_memory
+from ..agents.context import RunContext
 from ..events import (
     Error,
     Event,
@@ -140,10 +140,10 @@ class PlanExecuteAgent(Agent):
                 await asyncio.gather(runner, return_exceptions=True)
 
     async def _run(self, task: str, run_id: str, emit: Callable[[Event], None]) -> None:
-        start = time.perf_counter()
         lang = self.language or detect_language(task)
         lang = lang if lang in ("zh", "en") else "en"
-        guard = self.guard.start(task, self.name, self.model.name, lang, self.toolbox, run_id)
+        context = RunContext(self, task, lang, self.toolbox, run_id)  # guard and memory, started
+        guard = context.guard
         guard.emit = emit
         guard.enter()  # this task's own context: step agents run under this run's guard
         run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
@@ -151,8 +151,7 @@ class PlanExecuteAgent(Agent):
             from .ray_executor import RayTools
 
             run.remote = RayTools(self.toolbox, self.ray_options)
-        mem = self.memory.start(task, lang)
-        planner = Planner(guard.wrap(mem.wrap(self.model)), self.toolbox, emit, run.tally, lang=run.lang,
+        planner = Planner(context.model, self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
                           system_prompt=self.system_prompt)
         executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
@@ -194,9 +193,8 @@ class PlanExecuteAgent(Agent):
             error = str(e) if isinstance(e, PlanFailed) else f"{type(e).__name__}: {e}"
             emit(Error(error, run.tally.turns))
         t = run.tally
-        result = Result(answer, status, t.turns, t.tool_calls, t.usage,
-                        time.perf_counter() - start, planner.messages, error)
-        emit(RunFinished(guard.finish(await mem.finish(result, self.model))))
+        context.usage = t.usage  # the planner's calls and the step agents' runs
+        emit(await context.finish(answer, status, t.turns, t.tool_calls, planner.messages, error))
 
     async def _first_plan(self, planner: Planner, executor: Executor,
                           run: _Run) -> tuple[Plan, dict[str, Outcome] | None]:
