@@ -17,7 +17,9 @@ leaves. ``/reset`` forgets the conversation, ``/agent NAME`` and ``/model NAME``
 next question (the conversation stays), ``/help`` lists them. The prompt has readline's line
 editing, and its history is kept in ``<data dir>/chat_history`` (``$TAO_DATA_DIR``, else
 ``$XDG_DATA_HOME/tao``, else ``~/.local/share/tao``). The session speaks the language of the
-last question typed (before the first one: the locale's).
+last question typed (before the first one: the locale's). ``--journal FILE`` (or
+``TAO_JOURNAL``) journals each answer as a run, with the conversation it was given: ``tao
+resume RUN_ID`` answers it again after a crash, what the journal holds served from it.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from ..errors import TaoError
 from ..factory import AGENTS as NAMES
 from ..lang import detect_language
 from ..messages import Message
-from .common import (ASK, AgentKind, AgentOpt, DEFAULT_TIMEOUT_S, McpOpt, ModelOpt, TimeoutOpt,
-                     ToolsOpt, app, close_mcp, data_dir, fail, guard_options, guardrail_flags,
-                     locale_language, open_mcp, pkg, settings, with_mcp)
+from .common import (ASK, AgentKind, AgentOpt, DEFAULT_TIMEOUT_S, JournalOpt, McpOpt, ModelOpt,
+                     TimeoutOpt, ToolsOpt, app, close_mcp, data_dir, fail, guard_options,
+                     guardrail_flags, is_config_error, locale_language, open_mcp, pkg, settings,
+                     with_mcp)
 
 AGENTS = list(NAMES)
 TEXTS = {
@@ -85,6 +88,8 @@ class ChatSession:
         self.language = language or locale_language()
         self.history: list[Any] = []
         self.guard = guard or {}  # the guardrails of every answer (budgets count per answer)
+        #: how the session was started, as its journal (``--journal``) records it with each run
+        self._started = dict(getattr(self.guard.get("journal"), "meta", None) or {})
         from ..memory.inject import Memory  # the conversation, fitted to the context; the store
 
         self.memory = Memory(memory, history=self.history, user=user)
@@ -160,11 +165,16 @@ class ChatSession:
         self.say(t["forgot"].format(n=sum(store.delete(i) for i in chosen)), "bold")
         return None
 
-    def ask(self, question: str) -> None:
+    def ask(self, question: str, run_id: str | None = None) -> Any:
         """One run of the agent on ``question`` with the conversation so far; a Ctrl-C stops it
-        and leaves the conversation as it was before the question."""
+        and leaves the conversation as it was before the question. The run's ``Result`` (None
+        when it was stopped or could not start). ``run_id``: continue that journaled run."""
         from ..sinks.console import ConsoleSink
 
+        journal = self.guard.get("journal")
+        if hasattr(journal, "meta"):  # how to ask it again (tao resume): the session as it is now
+            journal.meta = {**self._started, "agent": self.agent, "model": self.model_spec,
+                            "history": [m.to_dict() for m in self.history]}
         sink = None
         try:
             runner = pkg().build_agent(self.agent, self.model, self.max_turns, tools=self.tools,
@@ -176,20 +186,21 @@ class ChatSession:
                 sink = PlanView(self.console)
             else:
                 sink = ConsoleSink(self.console)
-            result = runner.run(question, [sink])
+            result = runner.run(question, [sink], run_id=run_id)
         except KeyboardInterrupt:
             if sink is not None:
                 sink.close()  # a live view of the turn would stay on screen
             self.say(self.t["stopped"], "bold yellow")
-            return
+            return None
         except (TaoError, ValueError) as e:  # no sandbox for CodeAct, say
             self.say(self.t["error"].format(e=e), "red")
-            return
+            return None
         finally:
             if sink is not None:
                 sink.close()
         if result.answer is not None:
             self.history += [Message.user(question), Message.assistant(result.answer)]
+        return result
 
     def loop(self, read: Any = input) -> None:
         """Ask, run, again, until /exit, Ctrl-D or a second Ctrl-C in a row at the prompt."""
@@ -269,18 +280,32 @@ def chat_command(
         "(<data dir>/memory.sqlite3).")] = True,
     user: Annotated[str | None, typer.Option(
         "--user", help="Whose memories these are (default: your login name).")] = None,
+    journal: JournalOpt = None,
+    resume_run: Annotated[str | None, typer.Option(
+        "--resume-run", hidden=True, metavar="RUN_ID",
+        help="(tao resume) Answer this journaled run again, with its conversation, and leave.",
+    )] = None,
 ) -> None:
     """Talk to an agent: each line is a task, answered with the conversation so far.
 
     /reset forgets the conversation, /agent NAME and /model NAME switch, /help, /exit. Ctrl-C
     stops an answer; Ctrl-C twice or Ctrl-D leaves. A tao.toml in the working directory may set
-    tools, model, agent, max_turns and timeout."""
+    tools, model, agent, max_turns and timeout. With --journal each answer is a journaled run
+    that tao resume can continue."""
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
+    from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue an answer
+
+    journaled = journal_for(ctx, journal)
+    row = _journaled_run(journaled, resume_run) if resume_run is not None else None
+    if row is not None:  # the answer is asked again as it was: its agent and model
+        s.agent, s.model = row["meta"].get("agent") or s.agent, row["meta"].get("model") or s.model
     try:
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
     guard = guard_options(config=s.config, **(guard_flags or {}))
+    if journaled is not None:
+        guard = {**guard, "journal": journaled}
     servers = open_mcp(mcp, s.config)  # started once, for every question of the session
     import getpass
 
@@ -289,6 +314,11 @@ def chat_command(
     session = ChatSession(chosen, s.model, agent=s.agent, tools=with_mcp(s.tools, servers),
                           max_turns=s.max_turns, timeout=s.timeout, guard=guard,
                           memory=open_store() if memory else None, user=user or getpass.getuser())
+    if row is not None:
+        try:
+            raise typer.Exit(_answer_again(session, row))
+        finally:
+            close_mcp(servers)
     lines = _LineHistory()
     try:
         session.loop()
@@ -296,6 +326,33 @@ def chat_command(
         lines.save(session)
         close_mcp(servers)
     raise typer.Exit(0)
+
+
+def _journaled_run(journal: Any, run_id: str) -> dict[str, Any]:
+    """The journal's row of ``run_id`` (``--resume-run``): a usage error when there is no
+    journal, no such run, or it is not an answer of ``tao chat``."""
+    from ..runs.journal import JournalError
+
+    if journal is None:
+        raise fail("error: --resume-run needs the journal (--journal FILE or TAO_JOURNAL)", 2)
+    try:
+        row = journal.find(run_id)
+    except JournalError as e:
+        raise fail(f"error: {e}", 2) from None
+    if (row["meta"].get("argv") or [""])[0] != "chat":
+        raise fail(f"error: run {row['run_id']} is not an answer of tao chat", 2)
+    return row
+
+
+def _answer_again(session: ChatSession, row: dict[str, Any]) -> int:
+    """The journaled answer ``row`` run again under its id, with the conversation it had; the
+    exit status as ``tao run``'s."""
+    session.history[:] = [Message.from_dict(m) for m in row["meta"].get("history") or ()]
+    session.language = detect_language(row["task"])
+    result = session.ask(row["task"], run_id=row["run_id"])
+    if result is None:
+        return 1
+    return 0 if result.ok else 2 if is_config_error(result.error) else 1
 
 
 __all__ = ["ChatSession", "chat_command"]

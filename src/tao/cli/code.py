@@ -8,7 +8,9 @@ A ReAct agent with the text protocol and the workspace tools (``tao.workspace``:
 read, list and edit files, run commands in a sandbox), plus any ``--tools`` of yours. The reply
 streams as it is written; each turn's observation says what was written; the run ends with every
 file in the workspace and its size. Ctrl-C stops the run (exit 130) and the files written so far
-stay whole: every write is a temp file renamed into place.
+stay whole: every write is a temp file renamed into place. ``--journal FILE`` (or ``TAO_JOURNAL``)
+journals the run: ``tao resume RUN_ID`` continues it after a crash, the files written and the
+model's replies served from the journal, not made again.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import typer
 
 from ..errors import TaoError
 from ..lang import detect_language
-from .common import (ASK, DEFAULT_TIMEOUT_S, McpOpt, ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt,
-                     app, close_mcp, fail, guard_options, guardrail_flags, is_config_error,
-                     locale_language, open_mcp, open_trace, pkg, read_task, settings)
+from .common import (ASK, DEFAULT_TIMEOUT_S, JournalOpt, McpOpt, ModelOpt, TaskArg, TaskFileOpt,
+                     TimeoutOpt, app, close_mcp, fail, guard_options, guardrail_flags,
+                     is_config_error, locale_language, open_mcp, open_trace, pkg, read_task,
+                     settings)
 
 SANDBOXES = ("bwrap", "subprocess", "docker", "none")
 
@@ -99,11 +102,16 @@ def code_command(
         "--trace", dir_okay=False, help="Write every event to this JSONL file.")] = None,
     mcp: McpOpt = None,
     guard_flags: dict[str, Any] | None = None,
+    journal: JournalOpt = None,
+    run_id: Annotated[str | None, typer.Option(
+        "--run-id", hidden=True, help="Continue this journaled run (what tao resume passes).")
+    ] = None,
 ) -> None:
     """The coding agent: writes the project TASK asks for into --workspace, file by file.
 
     With no TASK it asks for one. Ctrl-C stops the run; the files written so far stay whole. A
-    tao.toml in the working directory may set workspace, tools, model, max_turns and timeout."""
+    tao.toml in the working directory may set workspace, tools, model, max_turns and timeout.
+    With --journal, tao resume can continue the run after a crash."""
     from .code_view import CodeView
 
     if sandbox is not None and sandbox not in SANDBOXES:
@@ -112,6 +120,10 @@ def code_command(
     s = settings(ctx, tools=tools, workspace=workspace, model=model, max_turns=max_turns,
                  timeout=timeout)
     guard = guard_options(config=s.config, **(guard_flags or {}))
+    from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume continues it
+
+    if (journaled := journal_for(ctx, journal)) is not None:
+        guard = {**guard, "journal": journaled}
     task = read_task(task, task_file) if task is not None or task_file is not None \
         else ask_task(locale_language())
     language = detect_language(task)
@@ -133,7 +145,8 @@ def code_command(
         if trace is not None:
             sinks.append(open_trace(trace))
         try:
-            result = build_coder(chosen, ws, s.max_turns, **guard).run(task, sinks)
+            result = build_coder(chosen, ws, s.max_turns, **guard).run(task, sinks,
+                                                                       run_id=run_id)
         except KeyboardInterrupt:
             view.interrupted()
             code = 130

@@ -20,7 +20,6 @@ import json
 import os
 import sys
 import time
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,17 +27,12 @@ import typer
 
 from .common import JournalOpt, app, fail
 
-#: the run ``tao resume`` continues, while it runs the command again: the command passes it to
-#: ``agent.run(..., run_id=resuming())`` so the run goes on under its own id
-RESUMING: ContextVar[str | None] = ContextVar("tao_cli_resuming", default=None)
-
-#: the commands whose runs ``tao resume`` starts again
+#: the commands whose runs ``tao resume`` starts again: ``run`` and ``code`` with their hidden
+#: ``--run-id``, ``chat`` with its hidden ``--resume-run`` (one answer, asked again)
 RESUMABLE = ("run", "code", "chat")
 
-
-def resuming() -> str | None:
-    """The id of the run ``tao resume`` is continuing now; None on a fresh run."""
-    return RESUMING.get()
+#: what ``tao resume`` adds, never recorded as the command's own options
+_NOT_RECORDED = ("journal", "task_file", "run_id", "resume_run")
 
 
 def journal_for(ctx: typer.Context, journal: Path | None) -> Any:
@@ -71,8 +65,8 @@ def recorded_argv(ctx: typer.Context) -> list[str]:
     out = [ctx.command.name or "run"]
     for p in ctx.command.params:
         v = ctx.params.get(p.name or "")
-        if p.param_type_name == "argument" or p.name in ("journal", "task_file", "resume_run") \
-                or v is None or not given(p.name or ""):
+        if p.param_type_name == "argument" or p.name in _NOT_RECORDED or v is None \
+                or not given(p.name or ""):
             continue
         opt = p.opts[0]
         if getattr(p, "is_flag", False) and not getattr(p, "secondary_opts", None):
@@ -152,44 +146,19 @@ def resume_command(
     from typer.main import get_command
 
     here, there = os.getcwd(), meta.get("cwd")
-    token = RESUMING.set(row["run_id"])  # the command runs its agent under this id again
     try:
         if there and there != here and os.path.isdir(there):
             os.chdir(there)  # its tao.toml, its relative paths (--workspace, --tools)
-        with _next_run_id(row["run_id"]):
-            get_command(app).main(args=args, prog_name="tao", standalone_mode=True)
+        get_command(app).main(args=args, prog_name="tao", standalone_mode=True)
     finally:
-        RESUMING.reset(token)
         os.chdir(here)
         if task_file is not None:
             task_file.unlink(missing_ok=True)
 
 
-def _next_run_id(run_id: str) -> Any:
-    """``tao.events.NEXT_RUN_ID`` set to ``run_id`` where this tao still has it (the run id
-    taken by the next run that starts); nothing where runs take their id only as ``run_id=``."""
-    import contextlib
-
-    from .. import events
-
-    var = getattr(events, "NEXT_RUN_ID", None)
-    if var is None:
-        return contextlib.nullcontext()
-
-    @contextlib.contextmanager
-    def held() -> Any:
-        token = var.set(run_id)
-        try:
-            yield
-        finally:
-            var.reset(token)
-
-    return held()
-
-
 def _rebuilt(argv: list[str], row: dict[str, Any], journal: Path) -> tuple[list[str], Path | None]:
-    """The command's arguments as recorded, the task from the journal (a ``tao chat`` answer:
-    the run to answer again), and this journal; and the task's temporary file."""
+    """The command's arguments as recorded, the task from the journal, this journal and the
+    run's id (a ``tao chat`` answer: the run to answer again); and the task's temporary file."""
     import tempfile
 
     where = str(journal.resolve())
@@ -197,7 +166,8 @@ def _rebuilt(argv: list[str], row: dict[str, Any], journal: Path) -> tuple[list[
         return [*argv, "--resume-run", row["run_id"], "--journal", where], None
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
         f.write(row["task"])
-    return [*argv, "--task-file", f.name, "--journal", where], Path(f.name)
+    return [*argv, "--task-file", f.name, "--journal", where, "--run-id", row["run_id"]], \
+        Path(f.name)
 
 
 @app.command("replay")
