@@ -58,9 +58,6 @@ def test_reflexion_a_keyword_it_does_not_take():
         Reflexion(agent, lambda task, result: True, max_trial=3)
 
 
-@pytest.mark.xfail(strict=False, reason="needs the agent's own one-line hook: "
-                   "self.guard = make_guard(guard, type(self)) in ReActAgent, CodeActAgent and "
-                   "PlanExecuteAgent.__init__ (react.py, codeact.py, plan/agent.py)")
 @pytest.mark.parametrize("make, said", [
     (lambda model: ReActAgent(model, max_turn=5),
      "ReActAgent() got an unexpected keyword argument 'max_turn'; did you mean 'max_turns'?"),

@@ -75,7 +75,7 @@ class CodeActAgent(Agent):
         self.system_prompt = system_prompt
         self.language = language
         self.timeout = timeout
-        self.guard = make_guard(guard)
+        self.guard = make_guard(guard, type(self))
 
     def prompt(self, lang: str) -> str:
         """The system prompt: the callable functions with their signatures and docstrings."""

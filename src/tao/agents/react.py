@@ -50,7 +50,7 @@ class ReActAgent(Agent):
         self.max_turns = max_turns
         self.system_prompt = system_prompt
         self.language = language
-        self.guard = make_guard(guard)
+        self.guard = make_guard(guard, type(self))
         if protocol != "tools":
             self.name = f"react-{protocol}"
 

@@ -124,7 +124,7 @@ class PlanExecuteAgent(Agent):
         self.stream_plan = stream_plan
         self.language = language
         self.system_prompt = system_prompt
-        self.guard = make_guard(guard)
+        self.guard = make_guard(guard, type(self))
 
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
