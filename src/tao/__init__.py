@@ -20,7 +20,7 @@ __all__ = [
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Vote", "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
-    "instrument", "uninstrument",
+    "instrument", "uninstrument", "AgentSpec", "build_agent",
 ]
 
 #: Importable from ``tao`` but loaded on first use, so ``import tao`` stays cheap.
@@ -41,6 +41,8 @@ _LAZY = {
     "MemoryStore": "tao.memory",  # numpy and the embedder load with the first store
     "instrument": "tao.tracing",  # OpenTelemetry for every run; the API loads with the first
     "uninstrument": "tao.tracing",
+    "AgentSpec": "tao.factory",  # the one factory every door builds agents with
+    "build_agent": "tao.factory",
 }
 
 

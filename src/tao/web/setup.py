@@ -1,7 +1,6 @@
-"""From a ``POST /api/runs`` body to an agent: the same builders the commands use (``tao.cli``'s
-``build_agent``, ``tao code``'s ``build_coder``, ``tao.models.resolve``, the ``Workspace``), so a
-run in the page is the run ``tao run`` / ``tao code`` would make - plus the page as approver and
-the server's journal.
+"""From a ``POST /api/runs`` body to an agent: an ``AgentSpec`` for the one factory the commands
+use too (``tao.factory``; ``tao.models.resolve``, the ``Workspace``), so a run in the page is the
+run ``tao run`` / ``tao code`` would make - plus the page as approver and the server's journal.
 
 Every run gets its own model instance, tools and (for a coding run, or when the ``workspace``
 tool is picked) its own fresh folder: nothing is shared between runs, let alone between users.
