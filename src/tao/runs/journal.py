@@ -13,6 +13,12 @@ or a tool result after the last start can be lost, which costs a model call agai
 call "cut short" - never a repeated effect. ``fsync=False`` leaves syncing to SQLite's
 checkpoints (``synchronous=NORMAL``).
 
+Checkpoints (copying the WAL into the database file, with SQLite's fsyncs around them) are made
+by a thread of the journal's own, every ``CHECKPOINT_EVERY`` records, not by whichever commit
+crosses SQLite's threshold: the run pays for its commits, not for the checkpoint's copy and syncs
+(issue 25, point 5). A checkpoint is no part of a commit's durability; a WAL left unchecked by a
+killed process is checkpointed by the next one to open the file.
+
 Records are matched on resume by what was asked, not by position: a model response by a hash of
 the messages it answered, a tool result by the tool's name and arguments (each with its
 occurrence), so parallel plan steps that finish in another order still find theirs.
@@ -47,6 +53,10 @@ CREATE TABLE IF NOT EXISTS records (
 """
 
 
+#: records between two checkpoints (each record a few WAL pages; SQLite's own default is 1,000 pages)
+CHECKPOINT_EVERY = 256
+
+
 class JournalError(TaoError):
     """The journal cannot be opened where it was asked for, or has no such run."""
 
@@ -77,6 +87,7 @@ class Journal:
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._writes, self._kill = 0, _kill_at()
+        self._checkpoints: _Checkpointer | None = None
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -86,6 +97,7 @@ class Journal:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")  # FULL only where it matters: _write
                 db.execute("PRAGMA busy_timeout=5000")
+                db.execute("PRAGMA wal_autocheckpoint=0")  # _Checkpointer's, off the run's path
                 db.executescript(SCHEMA)
             except (OSError, sqlite3.Error) as e:
                 raise JournalError(f"cannot open the run journal at {self.path}: {e} (pass "
@@ -113,6 +125,10 @@ class Journal:
                 import signal
 
                 os.kill(os.getpid(), signal.SIGKILL)
+            if self._writes % CHECKPOINT_EVERY == 0:
+                if self._checkpoints is None or not self._checkpoints.serves():
+                    self._checkpoints = _Checkpointer(self.path)
+                self._checkpoints.wake()
 
     # -- runs -----------------------------------------------------------------------------------
     def start(self, run_id: str, agent: str, model: str, task: str,
@@ -164,9 +180,53 @@ class Journal:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.stop()
+                self._checkpoints = None
             if self._db is not None:
-                self._db.close()
+                self._db.close()  # the last connection to close checkpoints the WAL
                 self._db = None
+
+
+class _Checkpointer:
+    """A thread with its own connection that checkpoints the journal's WAL when woken
+    (``PRAGMA wal_checkpoint(PASSIVE)``: it never waits for a writer or a reader, and a commit
+    never waits for it). It ends when its journal closes, when idle a while, and is not carried
+    into a forked process (``serves``)."""
+
+    IDLE_S = 30.0
+
+    def __init__(self, path: Path):
+        self.path, self.pid = path, os.getpid()
+        self.event, self.stopped, self.running = threading.Event(), False, True
+        threading.Thread(target=self._run, name="tao-journal-checkpoint", daemon=True).start()
+
+    def serves(self) -> bool:
+        return self.running and self.pid == os.getpid()
+
+    def wake(self) -> None:
+        self.event.set()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.event.set()
+
+    def _run(self) -> None:
+        db = None
+        try:
+            while self.event.wait(self.IDLE_S) and not self.stopped:
+                self.event.clear()
+                try:
+                    if db is None:
+                        db = sqlite3.connect(self.path, check_same_thread=False)
+                        db.execute("PRAGMA busy_timeout=5000")
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error:  # busy or gone: the next wake tries again
+                    pass
+        finally:
+            self.running = False
+            if db is not None:
+                db.close()
 
 
 def _like(text: str) -> str:
@@ -212,6 +272,7 @@ class RunJournal:
                 results[json.loads(data)["start"]] = json.loads(data)
         for seq, key in started.items():  # in start order: the nth call of it gets the nth
             self._tools[key].append((seq, results.get(seq)))
+        self._left = len(started)  # tool records still to serve: none, and no call is looked up
         self._lock = threading.Lock()
 
     def _record(self, kind: str, key: str, data: dict[str, Any], sync: bool = False) -> int:
@@ -235,6 +296,8 @@ class RunJournal:
     def peek(self, name: str, arguments: dict[str, Any]) -> str | None:
         """What the journal holds for the next such call: "done" (its result), "started" (a
         start without a result: the run died while it ran) or None."""
+        if not self._left:  # a new run, or all served: no key to work out
+            return None
         with self._lock:
             queue = self._tools.get(tool_key(name, arguments))
             if not queue:
@@ -243,9 +306,12 @@ class RunJournal:
 
     def replayed_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """The journaled result of this call, used up; None when it has none."""
+        if not self._left:
+            return None
         with self._lock:
             queue = self._tools.get(tool_key(name, arguments))
             if queue and queue[0][1] is not None:
+                self._left -= 1
                 return queue.popleft()[1]
             return None
 
@@ -254,8 +320,9 @@ class RunJournal:
         its idempotency key is the one the first attempt had)."""
         key = tool_key(name, arguments)
         with self._lock:
-            queue = self._tools.get(key)
+            queue = self._tools.get(key) if self._left else None
             if queue and queue[0][1] is None:
+                self._left -= 1
                 return Pending(queue.popleft()[0], key, self.run_id, True)
         seq = self._record("tool.start", key, {"tool": name, "arguments": arguments}, sync=True)
         return Pending(seq, key, self.run_id, False)

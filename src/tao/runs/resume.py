@@ -13,12 +13,15 @@ or the terminal; with neither, it is not run and the model is told).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
+from ..safe_json import MAX_DEPTH, escape_surrogates, too_deep
 from .journal import Journal, Pending, RunJournal, model_key
 
 
@@ -40,6 +43,74 @@ def open_journal(value: Any, fsync: bool = True) -> Journal | None:
     return Journal(value, fsync=fsync).check()
 
 
+class ModelKeys:
+    """``model_key(messages)`` for the calls of one run, each hashing only what is new: the
+    SHA-256 of the conversation so far is kept (``hashlib``'s state, before the closing
+    bracket) with the messages it covers, and a call whose messages start with those same
+    messages - the same objects, or equal ones - goes on from it. A loop's conversation only
+    grows, so each call hashes the messages added since the last one, and a run of n turns
+    hashes O(n) messages, not O(n²). The key is byte for byte ``model_key``'s (journals written
+    before still resume): ``model_key`` hashes the JSON text ``[m1, m2, ...]`` of the messages'
+    ``to_dict()`` (sorted keys, ``safe_json.dumps``), which is ``[``, each message's own JSON
+    text joined by ``, ``, then ``]``. A message ``safe_json`` would write differently inside
+    the list than alone (nested within one level of ``MAX_DEPTH``, or not JSON-able: then the
+    whole list is written tamed) sends that call to ``model_key`` itself.
+
+    A few conversations are kept (the last ``keep``): Reflexion's next attempt and Vote's samples
+    go on from where theirs was. ``hashed``: messages serialized so far (what the tests count)."""
+
+    def __init__(self, keep: int = 8):
+        self.keep = keep
+        self.hashed = 0
+        self._chains: list[tuple[list[Any], Any]] = []  # (messages covered, sha256 before "]")
+
+    def __call__(self, messages: Any) -> str:
+        msgs = messages if type(messages) is list else list(messages)
+        n, best, at = len(msgs), None, -1
+        for i, (covered, _) in enumerate(self._chains):
+            k = len(covered)
+            if k <= n and (best is None or k > len(best[0])) and (
+                    k == 0 or msgs[k - 1] is covered[-1] or msgs[k - 1] == covered[-1]) \
+                    and msgs[:k] == covered:  # C-speed: identity first, then equality
+                best, at = self._chains[i], i
+        if best is not None and len(best[0]) == n:
+            digest = best[1].copy()
+        else:
+            if best is None:
+                digest, k = hashlib.sha256(b"["), 0
+            else:
+                digest, k = best[1].copy(), len(best[0])
+            for i in range(k, n):
+                piece = _piece(msgs[i])
+                if piece is None:  # safe_json writes the whole list another way: ask it
+                    self.hashed += n
+                    return model_key(msgs)
+                if i:
+                    digest.update(b", ")
+                digest.update(piece)
+            self.hashed += n - k
+            if at >= 0 and k > 0:
+                del self._chains[at]  # the longer conversation takes the shorter one's place
+            self._chains.insert(0, (msgs[:], digest))
+            del self._chains[self.keep:]
+            digest = digest.copy()
+        digest.update(b"]")
+        return digest.hexdigest()[:32]
+
+
+def _piece(message: Any) -> bytes | None:
+    """One message's JSON text as ``model_key`` writes it inside the list, or None where
+    ``safe_json.dumps`` would write the list another way (see ``ModelKeys``)."""
+    d = message.to_dict()
+    try:
+        text = json.dumps(d, ensure_ascii=False, default=str, sort_keys=True)
+    except Exception:  # noqa: BLE001 - what safe_json.dumps tames: a cycle, a huge int...
+        return None
+    if text.count("[") + text.count("{") > MAX_DEPTH - 1 and too_deep(d, MAX_DEPTH - 1):
+        return None  # one level deeper inside the list: past MAX_DEPTH there
+    return escape_surrogates(text).encode("utf-8", "surrogatepass")
+
+
 class Journaled(Model):
     """The run's model with its journal: each response is written before the loop reads it;
     on a resumed run, a call the journal answered already is served from it, not made."""
@@ -47,12 +118,13 @@ class Journaled(Model):
     def __init__(self, model: Model, journal: RunJournal):
         self.inner, self.journal = model, journal
         self.name, self.supports_grammar = model.name, model.supports_grammar
+        self.keys = ModelKeys()  # model_key(messages), hashing only what each call added
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        key = model_key(messages)
+        key = self.keys(messages)
         done = self.journal.replayed_model(key)
         if done is not None:
             message = Message.from_dict(done["message"])
