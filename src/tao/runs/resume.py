@@ -21,6 +21,7 @@ from typing import Any
 
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
+from ..models.wrapped import WrappedModel
 from ..safe_json import MAX_DEPTH, escape_surrogates, too_deep
 from .journal import Journal, Pending, RunJournal, model_key
 
@@ -111,17 +112,14 @@ def _piece(message: Any) -> bytes | None:
     return escape_surrogates(text).encode("utf-8", "surrogatepass")
 
 
-class Journaled(Model):
+class Journaled(WrappedModel):
     """The run's model with its journal: each response is written before the loop reads it;
     on a resumed run, a call the journal answered already is served from it, not made."""
 
     def __init__(self, model: Model, journal: RunJournal):
-        self.inner, self.journal = model, journal
-        self.name, self.supports_grammar = model.name, model.supports_grammar
+        super().__init__(model)
+        self.journal = journal
         self.keys = ModelKeys()  # model_key(messages), hashing only what each call added
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
         key = self.keys(messages)
@@ -133,18 +131,13 @@ class Journaled(Model):
             yield ModelResponse(message, Usage.from_dict(done.get("usage") or {}),
                                 done.get("finish_reason"))
             return
-        chunks = self.inner.stream(messages, **kwargs).__aiter__()
-        try:
+        async with self.chunks(messages, **kwargs) as chunks:
             async for chunk in chunks:
                 if type(chunk) is ModelResponse:
                     self.journal.record_model(key, {"message": chunk.message.to_dict(),
                                                     "usage": chunk.usage.to_dict(),
                                                     "finish_reason": chunk.finish_reason})
                 yield chunk
-        finally:
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()
 
 
 # -- the tool door (``Toolbox.execute`` and the guard's ``Run.verdict``) -------------------------
