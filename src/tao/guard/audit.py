@@ -15,25 +15,26 @@ catch on its own is the *end* cut off or rewritten whole: ``verify`` reports the
 ``verify(path, head=...)`` (``tao audit verify --head``) checks that a head noted earlier,
 somewhere the log's writer cannot reach, is still in the chain.
 
-One thread writes the file (``_Writer``, one per file in a process): ``append`` redacts the record
-and queues it, and the writer takes what is queued, in order, and appends it under an exclusive
-``flock``, reading the file's last line under it, so that processes writing at once never
-interleave and ``seq`` stays contiguous. Called outside an event loop, ``append`` waits until its
-line is written (and fsync'd) and returns it as written; called on an event loop's thread (a run's
-records: run start and end, tool calls, approvals), it returns at once and the loop goes on while
-the writer writes - an fsync never stalls the loop - and ``await log.aappend(record)`` waits
-without blocking it. ``fsync=True`` (``"record"``) fsyncs each line, ``"batch"`` once for what the
-writer took at a time, ``False`` never (a power cut may then lose the last lines, but never leaves
-an unverifiable chain).
+Appends take an exclusive ``flock`` on the file and read the last line under it, so processes
+writing at once never interleave and ``seq`` stays contiguous; each line goes out in one
+``write`` before ``append`` returns, so a process killed at any moment (SIGKILL) loses no line it
+appended: the OS has it. The fsync is what costs (milliseconds on a real disk), and an event loop
+must not wait for it: an ``append`` outside an event loop fsyncs its line before it returns (as
+ever); one on an event loop's thread (a run's records: run start and end, tool calls, approvals)
+returns once the line is written, and the file's syncer thread (``_Syncer``, one per file in a
+process) fsyncs it right after - one fsync covering every line written before it, so lines that
+come while one runs share the next. ``fsync="batch"`` hands every fsync to the syncer, one per
+2 ms of lines; ``fsync=False`` never fsyncs (a power cut may then lose the last lines, but never
+leaves an unverifiable chain). ``await log.aappend(record)`` waits for its fsync without blocking
+the loop.
 
-Nothing queued is lost at a clean end: ``close()``/``flush()`` wait for it; ``asyncio.run`` does
-not return before the records its loop queued are written (a task of the log waits for them, and
-blocks the loop's shutdown until they are); the interpreter's exit waits for every writer
-(``atexit``); and ``verify``/``entries``/``read_lines`` wait for this process's writer of the file
-before reading it. A process killed with SIGKILL (or ``os._exit``) loses what was queued and not yet
-written - at most the records of the last few milliseconds. A record that could not be written is
-never dropped silently: it is logged (``tao.audit``) when it fails, and the next ``append``,
-``flush`` or ``close`` of its log raises ``AuditError`` saying how many were lost and why.
+Nothing is left unsynced at a clean end: ``close()``/``flush()`` wait for the syncer;
+``asyncio.run`` does not return before the lines its loop wrote are fsync'd (a task of the log
+waits for them, and blocks the loop's shutdown until they are); the interpreter's exit waits for
+every syncer (``atexit``). An fsync that fails is never dropped silently: it is logged
+(``tao.audit``) at once, and the next ``append``, ``flush`` or ``close`` of the log raises
+``AuditError`` saying how many lines it concerned and why. A write that fails raises ``OSError``
+from ``append`` itself.
 
 A writer killed mid-line leaves an incomplete last line: ``verify`` reports it as a torn tail (every
 earlier line still verifies), and the next append cuts it off and records an ``audit.torn_tail``
@@ -100,14 +101,13 @@ def _own_hash_ok(line: bytes) -> bool:
     return bool(m) and hashlib.sha256(line[:m.start()] + b"}").hexdigest() == m.group(1).decode()
 
 
-#: ``fsync=`` as the writer reads it: never, once per batch the writer takes, after each line
+#: ``fsync=`` as the log reads it: never, by its syncer in batches, each line
 _NONE, _BATCH, _RECORD = 0, 1, 2
 _MODES = {False: _NONE, None: _NONE, "batch": _BATCH, True: _RECORD, "record": _RECORD}
-#: seconds a writer's thread waits for more records before it ends (the next append starts one)
+#: seconds a syncer's thread waits for more lines before it ends (the next one starts it again)
 _IDLE_S = 5.0
-#: seconds the writer lets records nobody waits for gather into one batch (one lock, one write),
-#: and at most how many: a loop appending record after record is not woken for each
-_LINGER_S, _LINGER_MAX = 0.002, 256
+#: seconds a ``"batch"`` syncer lets lines gather before one fsync covers them
+_BATCH_S = 0.002
 
 _log = logging.getLogger("tao.audit")
 
@@ -116,11 +116,12 @@ class AuditLog:
     """An append-only, hash-chained JSONL file shared safely by threads and processes.
 
     ``secret``: argument names whose values are always redacted, on top of ``is_secret_key``;
-    ``fsync``: ``True`` (or ``"record"``, the default) fsyncs each line, ``"batch"`` once per
-    batch of lines the writer takes, ``False`` never (a power cut may then lose the last lines,
-    but never leaves an unverifiable chain). Lines are written by one thread per file (see the
-    module's docstring): an ``AuditLog`` can be made once and shared, by threads and event loops
-    alike, and forked processes each write on their own, under the file's lock.
+    ``fsync``: ``True`` (or ``"record"``, the default) fsyncs each line - before ``append``
+    returns when called outside an event loop, right after it by the file's syncer thread when
+    called on one; ``"batch"``: by the syncer only, one fsync for the lines of up to 2 ms;
+    ``False``: never (a power cut may then lose the last lines, but never leaves an unverifiable
+    chain). The file is opened per append, so an ``AuditLog`` can be made once and shared, by
+    threads and event loops alike, and forked processes each take the lock on their own.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, fsync: bool | str = True,
@@ -134,7 +135,7 @@ class AuditLog:
         self._env = env_secrets()
         self._lock = threading.Lock()
         self._key = os.path.realpath(self.path)  # the file, wherever the cwd goes later
-        self._lost: list[BaseException] = []  # writes that failed, not yet said to the caller
+        self._lost: list[BaseException] = []  # fsyncs that failed, not yet said to the caller
 
     def __repr__(self) -> str:
         return f"AuditLog({str(self.path)!r})"
@@ -158,63 +159,62 @@ class AuditLog:
         return self
 
     def append(self, record: dict[str, Any], *, secret: Iterable[str] = ()) -> dict[str, Any]:
-        """Queue ``record`` as the next line; the entry as written (redacted, with ``seq``,
+        """Write ``record`` as the next line; the entry as written (redacted, with ``seq``,
         ``ts``, ``prev`` and ``hash``). ``ts`` (ISO 8601, UTC) is added unless the record has one.
-        ``secret`` adds key names to redact for this record.
-
-        Outside an event loop it waits until the line is written (fsync'd, as configured) and
-        raises ``OSError`` when it could not be. On an event loop's thread it returns at once:
-        the entry's ``seq``, ``prev`` and ``hash`` are filled in once the writer has written it,
-        and a failure is logged and raised (``AuditError``) by the log's next ``append``,
-        ``flush`` or ``close``. Raises ``ValueError`` for a record that is not a dict or uses a
-        reserved key, and ``AuditError`` for earlier records that could not be written (this one
-        is then not taken)."""
-        entry = self._entry(record, secret)
+        ``secret`` adds key names to redact for this record. The line is in the file (the OS
+        has it: a killed process loses none) when this returns; its fsync is done here outside
+        an event loop (``fsync=True``) and by the syncer thread on one. Raises ``ValueError`` for
+        a record that is not a dict or uses a reserved key, ``OSError`` when the file cannot be
+        written, ``AuditError`` when an earlier line's fsync failed (this line is then not
+        written)."""
         loop = _running_loop()
-        item = _Item(entry, self._mode, self, loop is None)
-        writer = _writer(self._key)
-        ticket = writer.put(item)
-        if loop is None:
-            writer.wait(ticket)
-            if item.error is not None:
-                raise item.error
+        now = self._mode == _RECORD and loop is None  # fsync'd here, before it returns
+        entry, first = self._write(record, secret, now)
+        if self._mode == _NONE or now:
             return entry
-        writer.hold(loop, ticket)
+        syncer = _syncer(self._key)
+        ticket = syncer.put(self, first)
+        if loop is not None:
+            syncer.hold(loop, ticket)
         return entry
 
     async def aappend(self, record: dict[str, Any], *, secret: Iterable[str] = ()) -> dict[str, Any]:
-        """``append`` that waits, without blocking the event loop, until the line is written
-        (and fsync'd, as configured); raises ``OSError`` when it could not be."""
+        """``append`` that waits, without blocking the event loop, until the line is fsync'd
+        (as configured); raises ``AuditError`` when it could not be."""
         import asyncio
 
-        entry = self._entry(record, secret)
-        item = _Item(entry, self._mode, self, True)
-        writer = _writer(self._key)
-        await writer.until(asyncio.get_running_loop(), writer.put(item))
-        if item.error is not None:
-            raise item.error
+        entry, first = self._write(record, secret, False)
+        if self._mode != _NONE:
+            syncer = _syncer(self._key)
+            await syncer.until(asyncio.get_running_loop(), syncer.put(self, first))
+            self._raise_lost()
         return entry
 
     def flush(self) -> None:
-        """Wait until every record queued so far is written (blocks the calling thread); raise
-        ``AuditError`` for records of this log that could not be."""
-        _writer(self._key).drain()
+        """Wait until every line written so far is fsync'd (blocks the calling thread); raise
+        ``AuditError`` for those whose fsync failed."""
+        if _SYNCERS.get(self._key) is not None:
+            _SYNCERS[self._key].drain()
         self._raise_lost()
 
     async def aflush(self) -> None:
         """``flush`` without blocking the event loop."""
         import asyncio
 
-        writer = _writer(self._key)
-        await writer.until(asyncio.get_running_loop(), writer.queued)
+        syncer = _SYNCERS.get(self._key)
+        if syncer is not None:
+            await syncer.until(asyncio.get_running_loop(), syncer.queued)
         self._raise_lost()
 
     def close(self) -> None:
-        """``flush``: what was queued is written before it returns. The log can still be used
-        after (its file is opened per batch; the writer's thread ends when idle)."""
+        """``flush``: what was written is fsync'd (as configured) before it returns. The log can
+        still be used after (its file is opened per append; the syncer's thread ends when idle)."""
         self.flush()
 
-    def _entry(self, record: dict[str, Any], secret: Iterable[str]) -> dict[str, Any]:
+    def _write(self, record: dict[str, Any], secret: Iterable[str],
+               fsync: bool) -> tuple[dict[str, Any], bool]:
+        """Write the line now, under the file's lock (and fsync it, with ``fsync``):
+        ``(entry, whether the file was new)``."""
         if not isinstance(record, dict):
             raise ValueError(f"an audit record is a dict, not {type(record).__name__}")
         clash = RESERVED.intersection(record)
@@ -223,11 +223,32 @@ class AuditLog:
         self._raise_lost()
         clean = redact(record, self.secret.union(secret), self._env)
         ts = clean.pop("ts", None) or datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        return {"seq": 0, "ts": ts, "prev": GENESIS, **clean}  # seq and prev: set when written
+        with self._lock, _open(self._key) as fd:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                seq, prev, torn = _tail(fd)
+                out = b""
+                if torn is not None:  # a writer died mid-line: cut it off, say so in the chain
+                    os.ftruncate(fd, torn[0])
+                    seq += 1
+                    note, _ = _seal({"seq": seq, "ts": ts, "prev": prev, "kind": "audit.torn_tail",
+                                     "bytes": len(torn[1]),
+                                     "sha256": hashlib.sha256(torn[1]).hexdigest()})
+                    prev, out = hashlib.sha256(note).hexdigest(), note + b"\n"
+                entry = {"seq": seq + 1, "ts": ts, "prev": prev, **clean}
+                line, entry["hash"] = _seal(entry)
+                _write_all(fd, out + line + b"\n")
+                if fsync:
+                    os.fsync(fd)
+                    if seq == 0:  # a new file: its name must survive a power cut too
+                        _fsync_dir(self.path.parent)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        return entry, seq == 0
 
     def _failed(self, error: BaseException, count: int) -> None:
-        """The writer could not write ``count`` queued records of this log (no caller waited)."""
-        _log.error("%d audit record(s) could not be written to %s: %s", count, self.path, error)
+        """The syncer could not fsync ``count`` lines of this log."""
+        _log.error("%d audit line(s) of %s could not be fsync'd: %s", count, self.path, error)
         with self._lock:
             self._lost.extend([error] * count)
 
@@ -236,8 +257,8 @@ class AuditLog:
             with self._lock:
                 lost, self._lost = self._lost, []
             if lost:
-                raise AuditError(f"{len(lost)} audit record(s) could not be written to "
-                                 f"{self.path}: {lost[-1]}") from lost[-1]
+                raise AuditError(f"{len(lost)} audit line(s) of {self.path} could not be "
+                                 f"fsync'd: {lost[-1]}") from lost[-1]
 
 
 def _running_loop() -> Any:
@@ -245,19 +266,8 @@ def _running_loop() -> Any:
     return asyncio.events._get_running_loop() if asyncio is not None else None
 
 
-class _Item:
-    """One queued record: its entry (completed when written), how it is synced, its log, and
-    whether a caller waits for it (then the caller gets the error, else the log keeps it)."""
-
-    __slots__ = ("entry", "error", "log", "mode", "waited")
-
-    def __init__(self, entry: dict[str, Any], mode: int, log: AuditLog, waited: bool):
-        self.entry, self.mode, self.log, self.waited = entry, mode, log, waited
-        self.error: BaseException | None = None
-
-
 class _Hold:
-    """An event loop's claim on a writer: its task waits until ``target`` records are written,
+    """An event loop's claim on a syncer: its task waits until ``target`` lines are fsync'd,
     and blocks the loop's shutdown (``asyncio.run``'s end cancels it) until they are."""
 
     __slots__ = ("target", "task")
@@ -266,44 +276,45 @@ class _Hold:
         self.target, self.task = target, None
 
 
-class _Writer:
-    """The one thread of this process that writes a file: it takes what is queued, in order, and
-    appends it under the file's lock. ``queued``/``written`` count records put and done
-    (written or failed); a ticket is the count at a record's ``put``."""
+class _Syncer:
+    """The one thread of this process that fsyncs a file's lines written on event loops (and
+    by ``"batch"`` logs): an fsync covers every line written before it, so lines written while
+    one runs share the next. ``queued``/``synced`` count the lines asked for and done (fsync'd
+    or failed); a ticket is the count at a line's ``put``."""
 
     def __init__(self, path: str):
         self.path = path
         self.lock = threading.Lock()
-        self.more = threading.Condition(self.lock)  # the thread waits here for records
+        self.more = threading.Condition(self.lock)  # the thread waits here for lines
         self.done = threading.Condition(self.lock)  # callers wait here for theirs
-        self.queue: list[_Item] = []
-        self.queued = self.written = 0
+        self.queue: list[tuple[AuditLog, bool]] = []  # (its log, the file was new)
+        self.queued = self.synced = 0
         self.running = False
-        self.urgent = False  # someone waits: write what is queued now, no lingering
-        self.waiters: list[tuple[Any, Any]] = []  # (loop, future) woken after each batch
+        self.urgent = False  # someone waits, or a line wants its own fsync: no gathering
+        self.waiters: list[tuple[Any, Any]] = []  # (loop, future) woken after each fsync
         self.holds: dict[Any, _Hold] = {}  # event loop -> its hold
 
-    def put(self, item: _Item) -> int:
+    def put(self, log: AuditLog, first: bool) -> int:
         with self.lock:
-            self.queue.append(item)
+            self.queue.append((log, first))
             self.queued += 1
             ticket = self.queued
-            if item.waited:
+            if log._mode == _RECORD:
                 self.urgent = True
             if not self.running:
                 self.running = True
-                threading.Thread(target=self._run, name="tao-audit-writer", daemon=True).start()
-            elif item.waited or len(self.queue) == 1 or len(self.queue) >= _LINGER_MAX:
-                self.more.notify()  # else the writer is lingering already: it wakes by itself
+                threading.Thread(target=self._run, name="tao-audit-sync", daemon=True).start()
+            elif self.urgent or len(self.queue) == 1:
+                self.more.notify()
         return ticket
 
     def wait(self, ticket: int) -> None:
-        """Block until the record of ``ticket`` (and every one before it) is done."""
+        """Block until the line of ``ticket`` (and every one before it) is done."""
         with self.lock:
-            if self.written < ticket:
+            if self.synced < ticket:
                 self.urgent = True
                 self.more.notify()
-            while self.written < ticket:
+            while self.synced < ticket:
                 self.done.wait()
 
     def drain(self) -> None:
@@ -311,11 +322,11 @@ class _Writer:
 
     async def until(self, loop: Any, ticket: int, urgent: bool = True) -> None:
         """Wait on ``loop`` until ``ticket`` is done, without blocking it (``urgent``: and
-        have the writer write now rather than let more records gather)."""
-        while self.written < ticket:
+        have the syncer fsync now rather than let more lines gather)."""
+        while self.synced < ticket:
             future = loop.create_future()
             with self.lock:
-                if self.written >= ticket:
+                if self.synced >= ticket:
                     break
                 self.waiters.append((loop, future))
                 if urgent and not self.urgent:
@@ -324,7 +335,7 @@ class _Writer:
             await future
 
     def hold(self, loop: Any, ticket: int) -> None:
-        """Keep ``loop`` from ending (``asyncio.run``) before ``ticket`` is written."""
+        """Keep ``loop`` from ending (``asyncio.run``) before ``ticket`` is fsync'd."""
         held = self.holds.get(loop)
         if held is not None:
             held.target = ticket
@@ -336,9 +347,9 @@ class _Writer:
         import asyncio
 
         try:
-            while self.written < held.target:
+            while self.synced < held.target:
                 await self.until(loop, held.target, urgent=False)
-        except asyncio.CancelledError:  # the loop is closing: its records first
+        except asyncio.CancelledError:  # the loop is closing: its lines' fsync first
             self.wait(held.target)
             raise
         finally:
@@ -353,24 +364,25 @@ class _Writer:
                 if not self.queue:
                     self.running = False
                     return
-                if not self.urgent and len(self.queue) < _LINGER_MAX:
-                    self.more.wait(_LINGER_S)  # let what the loop appends next join this batch
+                if not self.urgent:
+                    self.more.wait(_BATCH_S)  # let the lines of the next moments share it
                 batch, self.queue, self.urgent = self.queue, [], False
+            error: BaseException | None = None
             try:
-                self._write(batch)
-            except BaseException as e:  # noqa: BLE001 - the thread must go on; the callers learn it
-                for item in batch:
-                    if item.error is None and item.entry.get("hash") is None:
-                        item.error = e
-            failed: dict[AuditLog, tuple[BaseException, int]] = {}
-            for item in batch:
-                if item.error is not None and not item.waited:
-                    error, count = failed.get(item.log, (item.error, 0))
-                    failed[item.log] = (error, count + 1)
-            for log, (error, count) in failed.items():
-                log._failed(error, count)
+                with _open(self.path) as fd:  # any descriptor of the file: fsync is per file
+                    os.fsync(fd)
+                if any(first for _, first in batch):
+                    _fsync_dir(Path(self.path).parent)
+            except BaseException as e:  # noqa: BLE001 - the thread must go on; the logs learn it
+                error = e
+            if error is not None:
+                failed: dict[AuditLog, int] = {}
+                for log, _ in batch:
+                    failed[log] = failed.get(log, 0) + 1
+                for log, count in failed.items():
+                    log._failed(error, count)
             with self.lock:
-                self.written += len(batch)
+                self.synced += len(batch)
                 self.done.notify_all()
                 waiters, self.waiters = self.waiters, []
             for loop, future in waiters:
@@ -379,97 +391,39 @@ class _Writer:
                 except RuntimeError:  # that loop is closed: nobody waits there any more
                     pass
 
-    def _write(self, batch: list[_Item]) -> None:
-        """Append ``batch`` under the file's lock, chained to the file's last line; each item
-        written gets its entry's ``seq``, ``prev`` and ``hash``, each not written its error."""
-        with _open(self.path) as fd:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                seq, prev, torn = _tail(fd)
-                first = seq == 0
-                out: list[bytes] = []
-                if torn is not None:  # a writer died mid-line: cut it off, say so in the chain
-                    os.ftruncate(fd, torn[0])
-                    seq += 1
-                    note, _ = _seal({"seq": seq, "ts": batch[0].entry["ts"], "prev": prev,
-                                     "kind": "audit.torn_tail", "bytes": len(torn[1]),
-                                     "sha256": hashlib.sha256(torn[1]).hexdigest()})
-                    prev = hashlib.sha256(note).hexdigest()
-                    out.append(note + b"\n")
-                sealed = []
-                for item in batch:
-                    seq += 1
-                    entry = item.entry
-                    entry.pop("hash", None)
-                    entry["seq"], entry["prev"] = seq, prev
-                    line, digest = _seal(entry)
-                    prev = hashlib.sha256(line).hexdigest()
-                    sealed.append((item, line + b"\n", digest))
-                mode = max(item.mode for item in batch)
-                if mode == _RECORD:  # each line on its own, fsync'd before the next
-                    _write_all(fd, b"".join(out))
-                    for item, line, digest in sealed:
-                        _write_all(fd, line)
-                        os.fsync(fd)
-                        item.entry["hash"] = digest
-                else:
-                    data = b"".join(out + [line for _, line, _ in sealed])
-                    done, error = _write_all(fd, data, partial=True)
-                    if error is None and mode == _BATCH:
-                        os.fsync(fd)
-                    end = len(data) - sum(len(line) for _, line, _ in sealed)
-                    for item, line, digest in sealed:  # the lines that made it whole
-                        end += len(line)
-                        if end <= done:
-                            item.entry["hash"] = digest
-                    if error is not None:
-                        raise error
-                if first and mode != _NONE:  # a new file: its name must survive a power cut too
-                    _fsync_dir(Path(self.path).parent)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-
 
 def _wake(future: Any) -> None:
     if not future.done():
         future.set_result(None)
 
 
-_WRITERS: dict[str, _Writer] = {}
-_WRITERS_LOCK = threading.Lock()
+_SYNCERS: dict[str, _Syncer] = {}
+_SYNCERS_LOCK = threading.Lock()
 
 
-def _writer(path: str) -> _Writer:
-    writer = _WRITERS.get(path)
-    if writer is None:
-        with _WRITERS_LOCK:
-            writer = _WRITERS.setdefault(path, _Writer(path))
-    return writer
-
-
-def _pending(path: str | os.PathLike[str]) -> None:
-    """Wait for this process's writer of ``path``, if it has one, to write what is queued."""
-    if _WRITERS:
-        writer = _WRITERS.get(os.path.realpath(path))
-        if writer is not None:
-            writer.drain()
+def _syncer(path: str) -> _Syncer:
+    syncer = _SYNCERS.get(path)
+    if syncer is None:
+        with _SYNCERS_LOCK:
+            syncer = _SYNCERS.setdefault(path, _Syncer(path))
+    return syncer
 
 
 @atexit.register
 def _drain_all() -> None:
-    """At the interpreter's exit: every queued record written (failures were logged)."""
-    for writer in list(_WRITERS.values()):
-        writer.drain()
+    """At the interpreter's exit: every line asked to be fsync'd is (failures were logged)."""
+    for syncer in list(_SYNCERS.values()):
+        syncer.drain()
 
 
-def _forget_writers() -> None:
-    """In a forked child: the parent's writers (threads, queues, locks) are not this process's."""
-    global _WRITERS_LOCK
-    _WRITERS.clear()
-    _WRITERS_LOCK = threading.Lock()
+def _forget_syncers() -> None:
+    """In a forked child: the parent's syncers (threads, queues, locks) are not this process's."""
+    global _SYNCERS_LOCK
+    _SYNCERS.clear()
+    _SYNCERS_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_writers)
+os.register_at_fork(after_in_child=_forget_syncers)
 
 
 def _open(path: str) -> _Fd:
@@ -498,18 +452,10 @@ class _Fd(int):
         os.close(self)
 
 
-def _write_all(fd: int, data: bytes, partial: bool = False) -> Any:
-    """Write all of ``data``. ``partial``: ``(bytes written, the error that stopped it or
-    None)`` instead of raising, so the caller knows which lines made it whole."""
-    view, done = memoryview(data), 0
-    while done < len(data):
-        try:
-            done += os.write(fd, view[done:])
-        except OSError as e:
-            if partial:
-                return done, e
-            raise
-    return (done, None) if partial else done
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _tail(fd: int) -> tuple[int, str, tuple[int, bytes] | None]:
@@ -584,9 +530,7 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, bool]]:
     """``(line, complete)`` for each line of the file, without its newline; only the last one
     can be incomplete. Reads the file as it stood at one instant - its size taken under a shared
     lock, so a line a live writer is halfway through is not seen - and streams it, so a large
-    log neither has to fit in memory nor holds writers up while it is read. What this process
-    queued for the file before the call is written first."""
-    _pending(path)
+    log neither has to fit in memory nor holds writers up while it is read."""
     with open(path, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_SH)
         try:
