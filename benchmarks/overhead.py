@@ -8,10 +8,18 @@ Also measures cold ``import tao`` in fresh interpreters against a bare interpret
 
     python benchmarks/overhead.py [--runs 2000]
     python benchmarks/overhead.py --durability [--runs 200] [--rounds 5]
+    python benchmarks/overhead.py --guarded [--runs 2000] [--rounds 3]
 
 ``--durability``: the same workload with the run journal (fsync before each tool / batched) and
 with OpenTelemetry tracing (the SDK, a batch processor, an in-memory exporter) against neither,
 modes alternated in rounds in one process, as ratios per added turn (issue 14, point 7).
+
+``--guarded``: plain tao against tao with a deny list, an audit log and a journal, neither
+fsync'd (the same with the audit log flushed before each run counts as done; and each of the
+three alone), at 2, 10, 50 and 200 turns, the modes alternated in rounds in one process: the
+run's time, the time per turn and the time per added turn 2->10 and 50->200 - equal when the
+cost of a turn does not grow with the run (issue 25, point 5). ``runs // turns`` runs of each
+length (at least 5) per round.
 """
 
 from __future__ import annotations
@@ -72,15 +80,66 @@ def cold_import(n: int) -> tuple[float, float]:
     return median_of("pass"), median_of("import tao")
 
 
-async def bench_with(turns: int, runs: int, journal=None) -> list[float]:
+async def bench_with(turns: int, runs: int, journal=None, flush=None, **guard) -> list[float]:
     times = []
     for _ in range(runs):
-        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal)
+        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal,
+                           **guard)
         t = time.perf_counter()
         result = await agent.arun("what is 41 + 1?")
+        if flush is not None:
+            await flush()
         times.append(time.perf_counter() - t)
         assert result.answer == "42" and result.turns == turns
     return times
+
+
+def guarded(runs: int, n_rounds: int) -> None:
+    import tempfile
+    from pathlib import Path
+
+    import tao
+    from tao.guard.audit import AuditLog, verify
+    from tao.runs import Journal
+
+    sizes = (2, 10, 50, 200)
+    with tempfile.TemporaryDirectory(dir=Path.cwd(), prefix="overhead-") as d:  # a disk, not tmpfs
+        log = AuditLog(Path(d) / "audit.jsonl", fsync=False)
+        journal = Journal(Path(d) / "runs.db", fsync=False).check()
+        guard = {"deny": ["run_command"], "audit": log, "journal": journal}
+        aflush = getattr(log, "aflush", None)  # before the audit writer: append wrote at once
+        modes = {  # name: (guard keywords, what the run waits for after it ends)
+            "plain tao ReAct": ({}, None),
+            "deny list + audit log + journal, no fsync": (guard, None),
+            "the same, audit log flushed at each run's end": (guard, aflush),
+            "deny list only": ({"deny": guard["deny"]}, None),
+            "audit log only": ({"audit": log}, None),
+            "journal only": ({"journal": journal}, None),
+        }
+
+        async def measure(kw: dict, flush, k: int) -> list[float]:
+            return [statistics.median(await bench_with(n, max(5, k // n), flush=flush, **kw))
+                    * 1000 for n in sizes]
+
+        for kw, flush in modes.values():
+            asyncio.run(measure(kw, flush, 50))  # warm up
+        results: dict[str, list[list[float]]] = {m: [] for m in modes}
+        for _ in range(n_rounds):
+            for mode, (kw, flush) in modes.items():
+                results[mode].append(asyncio.run(measure(kw, flush, runs)))
+        if hasattr(log, "flush"):
+            log.flush()
+        report = verify(log.path)
+        assert report.ok, report.message()
+    print(f"tao {tao.__file__}; {n_rounds} rounds; audit log verified: {report.lines} lines")
+    print("| mode | run ms: " + " / ".join(f"{n}" for n in sizes) + " turns | ms per turn at "
+          + " / ".join(f"{n}" for n in sizes[1:]) + " | ms per added turn 2->10 | 50->200 |")
+    print("|---|---|---|---|---|")
+    for mode, rs in results.items():
+        t = [statistics.median(r[i] for r in rs) for i in range(len(sizes))]
+        print(f"| {mode} | " + " / ".join(f"{x:.3f}" for x in t) + " | "
+              + " / ".join(f"{x / n:.4f}" for x, n in zip(t[1:], sizes[1:])) + " | "
+              + f"{(t[1] - t[0]) / 8:.4f} | {(t[3] - t[2]) / 150:.4f} |")
 
 
 def durability(runs: int, n_rounds: int) -> None:
@@ -131,10 +190,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--imports", type=int, default=15)
     ap.add_argument("--durability", action="store_true", help="journal and tracing against neither")
+    ap.add_argument("--guarded", action="store_true",
+                    help="plain against deny list + audit + journal at 2/10/50/200 turns")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     if args.durability:
         durability(args.runs, args.rounds)
+        return
+    if args.guarded:
+        guarded(args.runs, args.rounds)
         return
     rows = []
     for label, fn in (("tao ReActAgent", bench_with), ("hand-written asyncio loop", bench_handwritten)):
