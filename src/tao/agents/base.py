@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from ..events import Event, RunFinished, stamp
+from ..messages import ToolCall
 from ..lang import detect_language  # noqa: F401 - re-exported for the loops
 from ..result import Result, Status  # noqa: F401 - the loops and users import them from here
 
@@ -80,6 +81,9 @@ async def _numbered(events: AsyncIterator[Event], run_id: str,
         await events.aclose()  # type: ignore[attr-defined]
 
 
+_PLAIN = (int, float, bool, type(None))
+
+
 def _hider(agent: Any) -> Callable[[Event], Event]:
     """What a run's events show of a call's arguments: a secret's value never (the keys that
     name one, a tool's ``secret=`` and the guard's, secret environment values, key-shaped
@@ -96,25 +100,37 @@ def _hider(agent: Any) -> Callable[[Event], Event]:
         if type(event) not in kinds:
             return event
         if not state:
-            from ..guard.redact import env_secrets, redact
+            from ..guard.redact import is_secret_key, redact
 
             toolbox = getattr(agent, "toolbox", None) or ()
             names = {t.name: tuple(getattr(t, "secret", ())) for t in toolbox}
             extra = tuple(getattr(getattr(agent, "guard", None), "secret", ()))
-            state.update(redact=redact, env=env_secrets(), names=names, extra=extra)
+            state.update(redact=redact, names=names, extra=extra, secret_key=is_secret_key)
 
         def clean(tool: str, arguments: Any) -> Any:
-            return state["redact"](arguments, (*state["names"].get(tool, ()), *state["extra"]),
-                                   state["env"])
+            secret = (*state["names"].get(tool, ()), *state["extra"])
+            if not secret and not any(map(state["secret_key"], arguments)) and all(
+                    type(v) in _PLAIN or (type(v) is str and len(v) <= 6)
+                    for v in arguments.values()):
+                return dict(arguments)  # numbers and short words: nothing can hide in them
+            if "env" not in state:
+                from ..guard.redact import env_secrets
 
-        if type(event) is Action:
+                state["env"] = env_secrets()
+            return state["redact"](arguments, secret, state["env"])
+
+        stamps = {"run_id": event.run_id, "seq": event.seq, "ts": event.ts}
+        if type(event) is Action:  # built directly: dataclasses.replace costs a turn's worth
             call = event.call
-            return replace(event, call=replace(call, arguments=clean(call.name, call.arguments)))
+            return Action(ToolCall(call.id, call.name, clean(call.name, call.arguments),
+                                   call.parse_error), event.turn, **stamps)
         if type(event) is ApprovalRequested:
-            return replace(event, arguments=clean(event.tool, event.arguments))
-        if event.arguments is None:  # type: ignore[attr-defined]
+            return ApprovalRequested(event.call_id, event.tool, clean(event.tool, event.arguments),
+                                     event.reason, event.digest, **stamps)
+        decided: Any = event
+        if decided.arguments is None:
             return event
-        return replace(event, arguments=clean(event.tool, event.arguments))  # type: ignore[attr-defined]
+        return replace(decided, arguments=clean(decided.tool, decided.arguments))
 
     return hide
 

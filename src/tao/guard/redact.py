@@ -52,10 +52,18 @@ _PLACES = ("_SOCK", "_FILE", "_PATH", "_DIR", "_HOME", "_URL")
 def env_secrets() -> tuple[str, ...]:
     """Values of environment variables whose names say secret, longest first: 8 characters or
     more (so that ``TOKEN=1`` does not blank every ``1``), and not a place (``SSH_AUTH_SOCK``,
-    ``..._CREDENTIALS_FILE``: blanking a path would blank every mention of it)."""
-    values = {v for k, v in os.environ.items()
-              if len(v) >= 8 and is_secret_key(k) and not k.upper().endswith(_PLACES)}
-    return tuple(sorted(values, key=len, reverse=True))
+    ``..._CREDENTIALS_FILE``: blanking a path would blank every mention of it). Read again only
+    when the environment changed size or a secret-named variable changed (every run asks)."""
+    names = tuple(k for k in os.environ if is_secret_key(k))
+    key = (len(os.environ), tuple(os.environ.get(k) for k in names))
+    if _ENV[0] != key:
+        values = {os.environ[k] for k in names
+                  if len(os.environ[k]) >= 8 and not k.upper().endswith(_PLACES)}
+        _ENV[:] = [key, tuple(sorted(values, key=len, reverse=True))]
+    return _ENV[1]
+
+
+_ENV: list[Any] = [None, ()]
 
 
 def redact(value: Any, secret: Iterable[str] = (), env: Iterable[str] = ()) -> Any:
