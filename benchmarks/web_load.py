@@ -61,7 +61,8 @@ def serve(port: int, folder: str) -> None:
                      workspace_root=Path(folder) / "ws",
                      journal_fsync=os.environ.get("WEB_LOAD_FSYNC") == "1",
                      audit=os.environ.get("WEB_LOAD_AUDIT") != "off",
-                     audit_fsync=os.environ.get("WEB_LOAD_AUDIT") == "fsync")
+                     audit_fsync=os.environ.get("WEB_LOAD_AUDIT") == "fsync",
+                     max_runs=int(os.environ.get("WEB_LOAD_MAX_RUNS", "1000")))  # the load, not the cap
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
