@@ -81,12 +81,41 @@ def dumps(value: Any, **kwargs: Any) -> str:
     kwargs.setdefault("ensure_ascii", False)
     kwargs.setdefault("default", str)
     try:
-        text = json.dumps(value, **kwargs)
+        if kwargs.keys() <= _CACHED and kwargs["default"] is str and not kwargs["ensure_ascii"] \
+                and type(kwargs.get("separators", ())) is tuple:
+            text = _encoder((bool(kwargs.get("sort_keys")), kwargs.get("separators"))).encode(value)
+        else:
+            text = json.dumps(value, **kwargs)
         if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(value):
             raise RecursionError  # it would not read back through ``loads``
     except Exception:  # noqa: BLE001 - RecursionError, a cycle, a huge int, a failing __str__...
         text = json.dumps(_tame(value, MAX_DEPTH, set()), **{**kwargs, "default": _note})
     return escape_surrogates(text)
+
+
+_CACHED = frozenset({"ensure_ascii", "default", "sort_keys", "separators"})
+_ENCODERS: dict[tuple[bool, Any], json.JSONEncoder] = {}
+
+
+def plain(value: Any, sort_keys: bool = False, room: int = 0) -> str | None:
+    """``dumps(value, sort_keys=sort_keys)`` when ``dumps`` would write ``value`` as it is -
+    also nested ``room`` levels deep inside another value - else None (it would be tamed): a
+    value's text to splice into a larger JSON text that ``dumps`` would write the same."""
+    try:
+        text = _encoder((sort_keys, None)).encode(value)
+    except Exception:  # noqa: BLE001 - what dumps tames
+        return None
+    if text.count("[") + text.count("{") > MAX_DEPTH - room and too_deep(value, MAX_DEPTH - room):
+        return None
+    return escape_surrogates(text)
+
+
+def _encoder(key: tuple[bool, Any]) -> json.JSONEncoder:
+    encoder = _ENCODERS.get(key)  # json.dumps makes a new one per call with kwargs
+    if encoder is None:
+        encoder = _ENCODERS[key] = json.JSONEncoder(ensure_ascii=False, default=str,
+                                                    sort_keys=key[0], separators=key[1])
+    return encoder
 
 
 def escape_surrogates(text: str) -> str:

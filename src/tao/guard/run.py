@@ -234,7 +234,7 @@ class Run:
             if not isinstance(admitted, ToolCall):
                 return admitted  # refused: its ToolResult says why
             call = admitted
-        pending = resume.door_started(journal, call) if journal is not None else None
+        pending = resume.door_started(journal, call, tool) if journal is not None else None
         token = self.enter(pending)  # a sub-agent this tool starts runs under this run's guard
         try:  # with a wall-clock budget: in a thread, so that the clock can stop waiting for it
             timed = self.meter.remaining() is not None and asyncio._get_running_loop() is not None

@@ -1,30 +1,45 @@
-"""The run journal: what a run's model said and what its tools returned, written before the next
-step starts, so that a run killed at any moment (kill -9, OOM, a reboot) can be continued.
+"""The run journal: what a run's model said and what its tools returned, so that a run killed at
+any moment (kill -9, OOM, a reboot) can be continued.
 
 One SQLite file in WAL mode (``runs.db`` in the user data directory, or ``journal=PATH``) holds
 every run: a ``runs`` row per run (id, agent, model, task, status) and a ``records`` row per
 model response, tool start and tool result, numbered by ``seq`` within the run. A tool's start is
 written before it runs and its result after: a start without a result is a call that may or may
-not have had its effect, which ``resume`` never repeats blindly. Every record is committed
-before the run goes on, so a killed process loses none (the OS has them). ``fsync=True`` (the
-default) also survives power loss where it matters: a tool's start is fsynced before the tool
-runs, and with it every record before it (the WAL is one file, synced as a whole); a model reply
-or a tool result after the last start can be lost, which costs a model call again or makes the
-call "cut short" - never a repeated effect. ``fsync=False`` leaves syncing to SQLite's
-checkpoints (``synchronous=NORMAL``).
+not have had its effect, which ``resume`` never repeats blindly.
 
-Checkpoints (copying the WAL into the database file, with SQLite's fsyncs around them) are made
-by a thread of the journal's own, every ``CHECKPOINT_EVERY`` records, not by whichever commit
-crosses SQLite's threshold: the run pays for its commits, not for the checkpoint's copy and syncs
-(issue 25, point 5). A checkpoint is no part of a commit's durability; a WAL left unchecked by a
-killed process is checkpointed by the next one to open the file.
+Records are committed in the order they were made, many to a transaction (group commit,
+``tao.runs.writer``), so what any crash leaves is every record up to some point and none after
+it. When the run goes on differs by record:
+
+* the start of a tool with side effects (``side_effects=True``, the default - ``idempotent``
+  ones too, whose key is only kept if their start is) is committed before the tool runs,
+  together with every record queued before it; with ``fsync=True`` (the default) that commit is
+  fsynced, so it also survives power loss (the WAL is one file, synced as a whole);
+* the run's status at its end (``finish``) is committed the same way;
+* model replies, tool results, notes and the starts of tools without side effects are written
+  behind: queued (their JSON made at once, so a later change to the data is not in them), and
+  committed by the next of the above, by a read of the journal (every read sees every record
+  written before it), by ``close``, at the interpreter's exit, or by the journal's writer
+  thread within ``LINGER_S`` (2 ms).
+
+So a process killed (or a machine losing power) may lose the records written behind since the
+last commit - never a start that its tool's effect could have followed. What that costs on
+resume: a lost model reply is asked of the model again; a lost tool result makes its call "cut
+short" (run again when its tool has no side effects or is idempotent, else asked about, never
+repeated blindly); a lost start of a tool without side effects only means it runs again. Before
+group commit every record was its own commit, before the run went on: a killed process lost
+none, at the price of three commits a turn (issue 25, point 5); now a turn that calls a tool
+with side effects costs one. ``fsync=False`` leaves syncing to SQLite's checkpoints
+(``synchronous=NORMAL``): a killed process loses only what is written behind, a power cut
+maybe more.
 
 Records are matched on resume by what was asked, not by position: a model response by a hash of
 the messages it answered, a tool result by the tool's name and arguments (each with its
 occurrence), so parallel plan steps that finish in another order still find theirs.
 
 ``TAO_TEST_KILL_AT=N`` (tests only) kills the process with SIGKILL right after its Nth record is
-committed: how ``tests/test_resume_kill.py`` stops a run at every journal boundary.
+committed - at once, with those queued before it, so the run does not go on past it: how
+``tests/test_resume_kill.py`` stops a run at every journal boundary.
 """
 
 from __future__ import annotations
@@ -41,7 +56,8 @@ from typing import Any
 
 from ..errors import TaoError
 from ..messages import model_key  # noqa: F401 - resume and users import it from here
-from ..safe_json import dumps
+from ..safe_json import dumps, plain
+from .writer import CHECKPOINT_EVERY, Writer  # noqa: F401 - CHECKPOINT_EVERY: tests read it here
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -51,10 +67,6 @@ CREATE TABLE IF NOT EXISTS records (
     run_id TEXT, seq INTEGER, kind TEXT, key TEXT, data TEXT, ts REAL,
     PRIMARY KEY (run_id, seq));
 """
-
-
-#: records between two checkpoints (each record a few WAL pages; SQLite's own default is 1,000 pages)
-CHECKPOINT_EVERY = 256
 
 
 class JournalError(TaoError):
@@ -68,13 +80,6 @@ def default_path() -> Path:
     return data_dir() / "runs.db"
 
 
-def _kill_at() -> int:
-    try:
-        return int(os.environ.get("TAO_TEST_KILL_AT", "0"))
-    except ValueError:
-        return 0
-
-
 class Journal:
     """``Journal(path=None, fsync=True)``: the runs of one journal file (None: the default one).
     Thread-safe: parallel plan steps run their sync tools in threads."""
@@ -84,85 +89,67 @@ class Journal:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.fsync = fsync
         self.meta = meta  # kept with each new run: how to start it again (tao resume)
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-        self._writes, self._kill = 0, _kill_at()
-        self._checkpoints: _Checkpointer | None = None
+        self._w = Writer(self.path, fsync, self._open)
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # FULL only where it matters (Writer)
+            db.execute("PRAGMA busy_timeout=5000")
+            db.execute("PRAGMA wal_autocheckpoint=0")  # _Checkpointer's, off the run's path
+            db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as e:
+            raise JournalError(f"cannot open the run journal at {self.path}: {e} (pass "
+                               f"journal=PATH / --journal FILE, or set TAO_DATA_DIR)") from None
+        return db
 
     def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")  # FULL only where it matters: _write
-                db.execute("PRAGMA busy_timeout=5000")
-                db.execute("PRAGMA wal_autocheckpoint=0")  # _Checkpointer's, off the run's path
-                db.executescript(SCHEMA)
-            except (OSError, sqlite3.Error) as e:
-                raise JournalError(f"cannot open the run journal at {self.path}: {e} (pass "
-                                   f"journal=PATH / --journal FILE, or set TAO_DATA_DIR)") from None
-            self._db = db
-        return self._db
+        """The connection, once all that was queued is committed."""
+        return self._w.read(lambda db: db)  # type: ignore[no-any-return]
 
     def check(self) -> Journal:
         """Open it now, so that a bad path is an error before the run, not at its first step."""
-        with self._lock:
-            self._conn()
+        self._conn()
         return self
 
-    def _write(self, sql: str, args: tuple[Any, ...], sync: bool = False) -> None:
-        with self._lock:
-            db = self._conn()
-            if sync and self.fsync:  # this commit fsyncs the WAL, and all before it with it
-                db.execute("PRAGMA synchronous=FULL")
-                db.execute(sql, args)
-                db.execute("PRAGMA synchronous=NORMAL")
-            else:
-                db.execute(sql, args)  # autocommit: one transaction per record
-            self._writes += 1
-            if self._writes == self._kill:
-                import signal
-
-                os.kill(os.getpid(), signal.SIGKILL)
-            if self._writes % CHECKPOINT_EVERY == 0:
-                if self._checkpoints is None or not self._checkpoints.serves():
-                    self._checkpoints = _Checkpointer(self.path)
-                self._checkpoints.wake()
+    def flush(self) -> None:
+        """Return once every record written so far is committed."""
+        self._w.flush()
 
     # -- runs -----------------------------------------------------------------------------------
     def start(self, run_id: str, agent: str, model: str, task: str,
               meta: dict[str, Any] | None = None) -> RunJournal:
         """The journal of run ``run_id``: a new run, or the records of one that is resumed."""
-        with self._lock:
-            db = self._conn()
-            row = db.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
-            rows = db.execute("SELECT seq, kind, key, data FROM records WHERE run_id=? "
-                              "ORDER BY seq", (run_id,)).fetchall()
+        def read(db: sqlite3.Connection) -> tuple[Any, list[Any]]:
+            return (db.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone(),
+                    db.execute("SELECT seq, kind, key, data FROM records WHERE run_id=? "
+                               "ORDER BY seq", (run_id,)).fetchall())
+
+        row, rows = self._w.read(read)
         now = time.time()
-        if row is None:
-            self._write("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?)",
+        if row is None:  # queued: committed before the run's first record (in order)
+            self._w.put("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?)",
                         (run_id, agent, model, task, "running", now, now,
                          dumps(meta or self.meta or {})))
         else:
-            self._write("UPDATE runs SET status='running', updated=? WHERE run_id=?", (now, run_id))
+            self._w.put("UPDATE runs SET status='running', updated=? WHERE run_id=?", (now, run_id))
         return RunJournal(self, run_id, rows)
 
     def runs(self, limit: int = 50) -> list[dict[str, Any]]:
         """The latest runs, newest first: what ``tao runs`` lists."""
-        with self._lock:
-            rows = self._conn().execute(
-                "SELECT run_id, status, agent, model, task, started, updated, meta FROM runs "
-                "ORDER BY started DESC LIMIT ?", (limit,)).fetchall()
+        rows = self._w.read(lambda db: db.execute(
+            "SELECT run_id, status, agent, model, task, started, updated, meta FROM runs "
+            "ORDER BY started DESC LIMIT ?", (limit,)).fetchall())
         keys = ("run_id", "status", "agent", "model", "task", "started", "updated", "meta")
         return [dict(zip(keys, r), meta=json.loads(r[7] or "{}")) for r in rows]
 
     def find(self, run_id: str) -> dict[str, Any]:
         """The run whose id is ``run_id`` or starts with it (a unique prefix)."""
-        with self._lock:
-            rows = self._conn().execute(
-                "SELECT run_id, status, agent, model, task, started, updated, meta FROM runs "
-                "WHERE run_id LIKE ? ESCAPE '\\'", (_like(run_id) + "%",)).fetchall()
+        rows = self._w.read(lambda db: db.execute(
+            "SELECT run_id, status, agent, model, task, started, updated, meta FROM runs "
+            "WHERE run_id LIKE ? ESCAPE '\\'", (_like(run_id) + "%",)).fetchall())
         if not rows:
             raise JournalError(f"no run {run_id!r} in the journal {self.path}")
         if len(rows) > 1:
@@ -172,61 +159,16 @@ class Journal:
         return dict(zip(keys, rows[0]), meta=json.loads(rows[0][7] or "{}"))
 
     def records(self, run_id: str) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._conn().execute("SELECT seq, kind, key, data, ts FROM records WHERE "
-                                        "run_id=? ORDER BY seq", (run_id,)).fetchall()
+        rows = self._w.read(lambda db: db.execute(
+            "SELECT seq, kind, key, data, ts FROM records WHERE run_id=? ORDER BY seq",
+            (run_id,)).fetchall())
         return [{"seq": s, "kind": k, "key": key, "data": json.loads(d), "ts": ts}
                 for s, k, key, d, ts in rows]
 
     def close(self) -> None:
-        with self._lock:
-            if self._checkpoints is not None:
-                self._checkpoints.stop()
-                self._checkpoints = None
-            if self._db is not None:
-                self._db.close()  # the last connection to close checkpoints the WAL
-                self._db = None
-
-
-class _Checkpointer:
-    """A thread with its own connection that checkpoints the journal's WAL when woken
-    (``PRAGMA wal_checkpoint(PASSIVE)``: it never waits for a writer or a reader, and a commit
-    never waits for it). It ends when its journal closes, when idle a while, and is not carried
-    into a forked process (``serves``)."""
-
-    IDLE_S = 30.0
-
-    def __init__(self, path: Path):
-        self.path, self.pid = path, os.getpid()
-        self.event, self.stopped, self.running = threading.Event(), False, True
-        threading.Thread(target=self._run, name="tao-journal-checkpoint", daemon=True).start()
-
-    def serves(self) -> bool:
-        return self.running and self.pid == os.getpid()
-
-    def wake(self) -> None:
-        self.event.set()
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.event.set()
-
-    def _run(self) -> None:
-        db = None
-        try:
-            while self.event.wait(self.IDLE_S) and not self.stopped:
-                self.event.clear()
-                try:
-                    if db is None:
-                        db = sqlite3.connect(self.path, check_same_thread=False)
-                        db.execute("PRAGMA busy_timeout=5000")
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except sqlite3.Error:  # busy or gone: the next wake tries again
-                    pass
-        finally:
-            self.running = False
-            if db is not None:
-                db.close()
+        """Commit what is queued and close the connection (the journal can still be used: it
+        opens again)."""
+        self._w.close()
 
 
 def _like(text: str) -> str:
@@ -234,11 +176,20 @@ def _like(text: str) -> str:
 
 
 def tool_key(name: str, arguments: dict[str, Any]) -> str:
-    try:
+    """What identifies a tool call on resume: a hash of ``[name, arguments]`` (sorted keys)."""
+    return _start(name, arguments)[0]
+
+
+def _start(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """``tool_key`` and the start record's JSON, the arguments serialized once for both."""
+    args = plain(arguments, sort_keys=True, room=1)
+    if args is None:  # dumps tames them: let it write both as it would
         body = dumps([name, arguments], sort_keys=True)
-    except (TypeError, ValueError, RecursionError):
-        body = dumps([name, repr(arguments)])
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        text = dumps({"tool": name, "arguments": arguments})
+    else:
+        tool = dumps(name)
+        body, text = f"[{tool}, {args}]", f'{{"tool": {tool}, "arguments": {args}}}'
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32], text
 
 
 class Pending:
@@ -275,12 +226,18 @@ class RunJournal:
         self._left = len(started)  # tool records still to serve: none, and no call is looked up
         self._lock = threading.Lock()
 
-    def _record(self, kind: str, key: str, data: dict[str, Any], sync: bool = False) -> int:
-        with self._lock:
+    def _record(self, kind: str, key: str, data: dict[str, Any] | str, sync: bool = False) -> int:
+        """Queue the record (its JSON made now: a later change to ``data`` is not in it; a str
+        is that JSON already); with ``sync``, return once it is committed (and fsynced, with
+        ``fsync``)."""
+        text, now = data if type(data) is str else dumps(data), time.time()
+        with self._lock:  # seq and queue in the same order
             self.seq += 1
             seq = self.seq
-        self.journal._write("INSERT INTO records VALUES (?,?,?,?,?,?)",
-                            (self.run_id, seq, kind, key, dumps(data), time.time()), sync)
+            ticket = self.journal._w.put("INSERT INTO records VALUES (?,?,?,?,?,?)",
+                                         (self.run_id, seq, kind, key, text, now), sync)
+        if sync:
+            self.journal._w.wait(ticket)
         return seq
 
     # -- the model door -------------------------------------------------------------------------
@@ -289,7 +246,7 @@ class RunJournal:
             queue = self._models.get(key)
             return queue.popleft() if queue else None
 
-    def record_model(self, key: str, data: dict[str, Any]) -> None:
+    def record_model(self, key: str, data: dict[str, Any] | str) -> None:
         self._record("model", key, data)
 
     # -- the tool door --------------------------------------------------------------------------
@@ -315,16 +272,18 @@ class RunJournal:
                 return queue.popleft()[1]
             return None
 
-    def started(self, name: str, arguments: dict[str, Any]) -> Pending:
+    def started(self, name: str, arguments: dict[str, Any], wait: bool = True) -> Pending:
         """The call starts: written now, unless the crashed run's start of it is reused (then
-        its idempotency key is the one the first attempt had)."""
-        key = tool_key(name, arguments)
+        its idempotency key is the one the first attempt had). ``wait``: return once the start
+        is committed (fsynced, with ``fsync``) - for a tool with side effects, which must not
+        run before; a start of one without (``wait=False``) is written behind."""
+        key, text = _start(name, arguments)
         with self._lock:
             queue = self._tools.get(key) if self._left else None
             if queue and queue[0][1] is None:
                 self._left -= 1
                 return Pending(queue.popleft()[0], key, self.run_id, True)
-        seq = self._record("tool.start", key, {"tool": name, "arguments": arguments}, sync=True)
+        seq = self._record("tool.start", key, text, sync=wait)
         return Pending(seq, key, self.run_id, False)
 
     def finished(self, pending: Pending, result: Any, tainted: bool = False) -> None:
@@ -338,5 +297,7 @@ class RunJournal:
         self._record(kind, "", data)
 
     def finish(self, status: str) -> None:
-        self.journal._write("UPDATE runs SET status=?, updated=? WHERE run_id=?",
-                            (status, time.time(), self.run_id), sync=True)
+        """The run's status, committed (and fsynced, with ``fsync``) with every record before it."""
+        w = self.journal._w
+        w.wait(w.put("UPDATE runs SET status=?, updated=? WHERE run_id=?",
+                     (status, time.time(), self.run_id), True))

@@ -1,8 +1,8 @@
 """Continuing a run from its journal, at the two doors: ``Journaled`` wraps the run's model (a
-journaled response is served, a new one written before the loop sees it) and ``door_*`` are
-what ``Toolbox.execute`` asks before and after a call. A resumed run is the same run again -
-same id, same task - whose model calls and tool calls the journal answers for as far as the
-crashed run got; from there on it runs live.
+journaled response is served, a new one journaled - written behind - as the loop gets it) and
+``door_*`` are what ``Toolbox.execute`` asks before and after a call. A resumed run is the same
+run again - same id, same task - whose model calls and tool calls the journal answers for as far
+as the crashed run got; from there on it runs live.
 
 A call whose start was journaled but not its result (the run died while it ran) is:
 re-run, when its tool has no side effects (``@tool(side_effects=False)``); re-run with the same
@@ -14,7 +14,6 @@ or the terminal; with neither, it is not run and the model is told).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
 from ..models.wrapped import WrappedModel
-from ..safe_json import MAX_DEPTH, escape_surrogates, too_deep
+from ..safe_json import dumps, plain
 from .journal import Journal, Pending, RunJournal, model_key
 
 
@@ -64,6 +63,9 @@ class ModelKeys:
         self.keep = keep
         self.hashed = 0
         self._chains: list[tuple[list[Any], Any]] = []  # (messages covered, sha256 before "]")
+        #: the last reply and its piece, made when it was journaled: not serialized again when
+        #: the next call sends it (a message is never changed once in the conversation)
+        self.known: tuple[Any, bytes | None] = (None, None)
 
     def __call__(self, messages: Any) -> str:
         msgs = messages if type(messages) is list else list(messages)
@@ -82,7 +84,8 @@ class ModelKeys:
             else:
                 digest, k = best[1].copy(), len(best[0])
             for i in range(k, n):
-                piece = _piece(msgs[i])
+                m = msgs[i]
+                piece = self.known[1] if m is self.known[0] else _piece(m)
                 if piece is None:  # safe_json writes the whole list another way: ask it
                     self.hashed += n
                     return model_key(msgs)
@@ -102,18 +105,16 @@ class ModelKeys:
 def _piece(message: Any) -> bytes | None:
     """One message's JSON text as ``model_key`` writes it inside the list, or None where
     ``safe_json.dumps`` would write the list another way (see ``ModelKeys``)."""
-    d = message.to_dict()
-    try:
-        text = json.dumps(d, ensure_ascii=False, default=str, sort_keys=True)
-    except Exception:  # noqa: BLE001 - what safe_json.dumps tames: a cycle, a huge int...
-        return None
-    if text.count("[") + text.count("{") > MAX_DEPTH - 1 and too_deep(d, MAX_DEPTH - 1):
-        return None  # one level deeper inside the list: past MAX_DEPTH there
-    return escape_surrogates(text).encode("utf-8", "surrogatepass")
+    text = _text(message)
+    return None if text is None else text.encode("utf-8", "surrogatepass")
+
+
+def _text(message: Any) -> str | None:
+    return plain(message.to_dict(), sort_keys=True, room=1)  # one level deeper in the list
 
 
 class Journaled(WrappedModel):
-    """The run's model with its journal: each response is written before the loop reads it;
+    """The run's model with its journal: each response is journaled as the loop reads it;
     on a resumed run, a call the journal answered already is served from it, not made."""
 
     def __init__(self, model: Model, journal: RunJournal):
@@ -131,13 +132,30 @@ class Journaled(WrappedModel):
             yield ModelResponse(message, Usage.from_dict(done.get("usage") or {}),
                                 done.get("finish_reason"))
             return
-        async with self.chunks(messages, **kwargs) as chunks:
-            async for chunk in chunks:
+        stream = self.inner.stream(messages, **kwargs).__aiter__()  # self.chunks, inlined
+        try:
+            async for chunk in stream:
                 if type(chunk) is ModelResponse:
-                    self.journal.record_model(key, {"message": chunk.message.to_dict(),
-                                                    "usage": chunk.usage.to_dict(),
-                                                    "finish_reason": chunk.finish_reason})
+                    self._record(key, chunk)
                 yield chunk
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _record(self, key: str, response: ModelResponse) -> None:
+        """The reply, journaled; its message's JSON kept for the next call's key."""
+        text = _text(response.message)
+        self.keys.known = (response.message,
+                           None if text is None else text.encode("utf-8", "surrogatepass"))
+        if text is None:
+            self.journal.record_model(key, {"message": response.message.to_dict(),
+                                            "usage": response.usage.to_dict(),
+                                            "finish_reason": response.finish_reason})
+            return
+        self.journal.record_model(key, '{"message": ' + text + ', "usage": '
+                                  + dumps(response.usage.to_dict()) + ', "finish_reason": '
+                                  + dumps(response.finish_reason) + "}")
 
 
 # -- the tool door (``Toolbox.execute`` and the guard's ``Run.verdict``) -------------------------
@@ -168,8 +186,10 @@ def door_replayed(journal: RunJournal, call: Any, run: Any) -> Any:
                       done.get("value"), done.get("retryable", True))
 
 
-def door_started(journal: RunJournal, call: Any) -> Pending:
-    return journal.started(call.name, call.arguments)
+def door_started(journal: RunJournal, call: Any, tool: Any = None) -> Pending:
+    """The call's start, committed before the tool runs when it has side effects (an
+    idempotent one too: its key is only kept if its start is); written behind when not."""
+    return journal.started(call.name, call.arguments, getattr(tool, "side_effects", True))
 
 
 def door_finished(journal: RunJournal, pending: Pending, result: Any, run: Any) -> None:
