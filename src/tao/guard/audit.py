@@ -66,7 +66,7 @@ from typing import Any, Self
 
 from ..errors import TaoError
 from ..safe_json import dumps, loads
-from .redact import REDACTED, env_secrets, is_secret_key, redact
+from .redact import REDACTED, env_secrets, is_secret_key, needs_redaction, redact
 
 #: the ``prev`` of line 1: there is no line before it
 GENESIS = "0" * 64
@@ -221,8 +221,13 @@ class AuditLog:
         if clash:
             raise ValueError(f"audit records cannot set {sorted(clash)}: the log writes them")
         self._raise_lost()
-        clean = redact(record, self.secret.union(secret), self._env)
-        ts = clean.pop("ts", None) or datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        names = self.secret.union(secret) if secret else self.secret
+        # copied only where something is redacted: most records have nothing to hide
+        clean = redact(record, names, self._env) if needs_redaction(
+            record, names, self._env) else record
+        ts = clean.get("ts") or datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        if "ts" in clean:
+            clean = {k: v for k, v in clean.items() if k != "ts"}
         with self._lock, _open(self._key) as fd:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
