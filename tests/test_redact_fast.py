@@ -59,3 +59,24 @@ def test_a_clean_record_is_written_as_it_is_and_the_callers_record_is_not_change
     assert list(entry)[:3] == ["seq", "ts", "prev"]
     secret = log.append({"kind": "tool.call", "arguments": {"key": "sk-" + "z" * 20}})
     assert secret["arguments"] == {"key": "***"}
+
+
+def test_an_append_reads_the_tail_again_whenever_someone_else_wrote_since(tmp_path):
+    """The log remembers where its last line ended; a line another writer added, a torn tail a
+    killed writer left, or a file replaced are found by size and inode, and chained onto."""
+    from tao.guard.audit import verify
+
+    path = tmp_path / "audit.jsonl"
+    one, two = AuditLog(path, fsync=False), AuditLog(path, fsync=False)
+    for i in range(3):
+        one.append({"kind": "a", "i": i})
+        two.append({"kind": "b", "i": i})
+        one.append({"kind": "a", "again": i})
+    with open(path, "ab") as f:
+        f.write(b'{"seq":10,"ts":"x","prev":"')  # a writer killed mid-line
+    one.append({"kind": "after the tear"})
+    report = verify(path)
+    assert report.ok and report.lines == 11 and not report.torn_tail
+    path.rename(tmp_path / "old.jsonl")  # rotated away: a new file, a new chain
+    assert one.append({"kind": "new"})["seq"] == 1
+    assert verify(path).ok and verify(tmp_path / "old.jsonl").ok

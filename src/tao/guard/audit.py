@@ -15,8 +15,9 @@ catch on its own is the *end* cut off or rewritten whole: ``verify`` reports the
 ``verify(path, head=...)`` (``tao audit verify --head``) checks that a head noted earlier,
 somewhere the log's writer cannot reach, is still in the chain.
 
-Appends take an exclusive ``flock`` on the file and read the last line under it, so processes
-writing at once never interleave and ``seq`` stays contiguous; each line goes out in one
+Appends take an exclusive ``flock`` on the file and read the last line under it (unless the file
+is as this log's last append left it: same inode, same size), so processes writing at once never
+interleave and ``seq`` stays contiguous; each line goes out in one
 ``write`` before ``append`` returns, so a process killed at any moment (SIGKILL) loses no line it
 appended: the OS has it. The fsync is what costs (milliseconds on a real disk), and an event loop
 must not wait for it: an ``append`` outside an event loop fsyncs its line before it returns (as
@@ -101,6 +102,8 @@ def _own_hash_ok(line: bytes) -> bool:
     return bool(m) and hashlib.sha256(line[:m.start()] + b"}").hexdigest() == m.group(1).decode()
 
 
+_NOWHERE: tuple[tuple[int, int, int], int, str] = ((-1, -1, -1), 0, GENESIS)
+
 #: ``fsync=`` as the log reads it: never, by its syncer in batches, each line
 _NONE, _BATCH, _RECORD = 0, 1, 2
 _MODES = {False: _NONE, None: _NONE, "batch": _BATCH, True: _RECORD, "record": _RECORD}
@@ -136,6 +139,9 @@ class AuditLog:
         self._lock = threading.Lock()
         self._key = os.path.realpath(self.path)  # the file, wherever the cwd goes later
         self._lost: list[BaseException] = []  # fsyncs that failed, not yet said to the caller
+        #: where this log's last line ended (device, inode, size), its seq and SHA-256: the
+        #: next append finds the file so (nobody wrote since) and need not read its tail
+        self._end: tuple[tuple[int, int, int], int, str] = _NOWHERE
 
     def __repr__(self) -> str:
         return f"AuditLog({str(self.path)!r})"
@@ -231,10 +237,15 @@ class AuditLog:
         with self._lock, _open(self._key) as fd:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                seq, prev, torn = _tail(fd)
-                out = b""
+                st = os.fstat(fd)
+                now_at, (at, seq, prev), self._end = (st.st_dev, st.st_ino, st.st_size), \
+                    self._end, _NOWHERE
+                torn = None
+                if at != now_at:  # someone else wrote since (or never read): read the tail
+                    seq, prev, torn = _tail(fd)
+                size, out = st.st_size, b""
                 if torn is not None:  # a writer died mid-line: cut it off, say so in the chain
-                    os.ftruncate(fd, torn[0])
+                    os.ftruncate(fd, size := torn[0])
                     seq += 1
                     note, _ = _seal({"seq": seq, "ts": ts, "prev": prev, "kind": "audit.torn_tail",
                                      "bytes": len(torn[1]),
@@ -242,7 +253,10 @@ class AuditLog:
                     prev, out = hashlib.sha256(note).hexdigest(), note + b"\n"
                 entry = {"seq": seq + 1, "ts": ts, "prev": prev, **clean}
                 line, entry["hash"] = _seal(entry)
-                _write_all(fd, out + line + b"\n")
+                data = out + line + b"\n"
+                _write_all(fd, data)
+                self._end = ((now_at[0], now_at[1], size + len(data)), seq + 1,
+                             hashlib.sha256(line).hexdigest())
                 if fsync:
                     os.fsync(fd)
                     if seq == 0:  # a new file: its name must survive a power cut too
