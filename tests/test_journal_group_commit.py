@@ -103,6 +103,32 @@ def test_a_written_behind_record_is_seen_by_every_read(tmp_path, slow_writer):
     journal.close()
 
 
+def test_a_run_cut_off_by_an_exception_is_read_whole_through_another_journal(tmp_path,
+                                                                           slow_writer):
+    """Its records are still queued in the journal it ran with; a ``Journal`` of the same file
+    in this process (what ``resume`` makes) reads them all - else the resumed run would
+    number its records over theirs."""
+    path = tmp_path / "runs.db"
+
+    @tool(side_effects=False)
+    def look(name: str) -> str:
+        """Look something up."""
+        return name.upper()
+
+    def ctrl_c(messages):
+        raise KeyboardInterrupt
+
+    agent = ReActAgent(ScriptedModel([tool_call("look", name="a"), ctrl_c]), [look],
+                       journal=str(path))
+    with pytest.raises(KeyboardInterrupt):
+        agent.run("look")
+    assert committed(path) == []  # all written behind, none waited for
+    other = Journal(tmp_path / "." / "runs.db")
+    (run,) = other.runs()
+    assert [r["kind"] for r in other.records(run["run_id"])] == ["model", "tool.start",
+                                                                 "tool.result"]
+
+
 def test_the_writer_thread_commits_what_nobody_waits_for(tmp_path, monkeypatch):
     monkeypatch.setattr(writer, "LINGER_S", 0.01)
     path = tmp_path / "runs.db"

@@ -58,6 +58,7 @@ class Writer:
 
     def __init__(self, path: Path, fsync: bool, connect: Callable[[], sqlite3.Connection]):
         self.path, self.fsync, self.connect = path, fsync, connect
+        self.key = os.path.realpath(path)  # the file, wherever the cwd goes later
         self._fresh()
         _LIVE.add(self)
 
@@ -123,14 +124,25 @@ class Writer:
         self.wait(self.queued)
 
     def read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        """``fn(connection)`` once everything queued is committed: a read sees every write
-        made before it."""
+        """``fn(connection)`` once everything queued is committed - by this journal and by any
+        other of this process on the same file (a run cut off by an exception, resumed through
+        another ``Journal``): a read sees every write made before it."""
+        for other in list(_LIVE):
+            if other is not self and other.key == self.key and other.committed < other.queued \
+                    and other.pid == self.pid:
+                other.commit()
         with self.lock:
             if self.committed < self.queued:
                 self._commit_queued()
             out = fn(self.conn())
         self.raise_error()
         return out
+
+    def commit(self) -> None:
+        """Commit what is queued; an error is kept for this journal's own next call."""
+        with self.lock:
+            if self.committed < self.queued:
+                self._commit_queued()
 
     def raise_error(self) -> None:
         error, self.error = self.error, None
