@@ -19,6 +19,7 @@ from typing import Any
 from .. import prompts
 from ..events import ApprovalDecided, ApprovalRequested, Event
 from ..messages import ToolCall
+from ..runs import IDEMPOTENCY_KEY  # tao.runs alone is light: its journal loads when used
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
 from .budget import Budget, BudgetExceeded, Meter, Metered
@@ -71,6 +72,16 @@ class Guard:
 
 #: the run whose tool call (or plan step) is running: a sub-agent started there is its child
 CURRENT: ContextVar[Run | None] = ContextVar("tao_guard_run", default=None)
+_RESUME: list[Any] = []
+
+
+def _resume() -> Any:
+    """``tao.runs.resume``, imported once (with the journal's sqlite3) - not at every call."""
+    if not _RESUME:
+        from ..runs import resume
+
+        _RESUME.append(resume)
+    return _RESUME[0]
 
 
 def _marks(t: Any) -> bool:
@@ -174,9 +185,7 @@ class Run:
         """The policy's word on ``call``, the strictest of this run's and its parents'; for a
         call the journal has the result of, "run" (decided the first time)."""
         if self.journal is not None:
-            from ..runs import resume
-
-            said = resume.verdict(self.journal, call, tool)
+            said = _resume().verdict(self.journal, call, tool)
             if said is not None:
                 return (said, "why_resumed")
         verdict, why = self.policy.check(call.name, tool, call.arguments, self.tainted)
@@ -223,8 +232,7 @@ class Run:
         run's current call (``execute(call, in_thread)``, the call as admitted), its result fenced and audited."""
         journal = self.journal
         if journal is not None:
-            from ..runs import resume
-
+            resume = _resume()
             if (done := resume.door_replayed(journal, call, self)) is not None:
                 if not done.is_error and self.policy.is_untrusted(call.name, tool, call.arguments):
                     self._reads += 1  # code that printed it has its output fenced, as at first
@@ -252,14 +260,10 @@ class Run:
         journaled call's idempotency key (``tao.runs.idempotency_key()``) is set with it."""
         if pending is None:
             return CURRENT.set(self)
-        from ..runs import IDEMPOTENCY_KEY
-
         return CURRENT.set(self), IDEMPOTENCY_KEY.set(pending.idempotency_key)
 
     def leave(self, token: Any) -> None:
         if type(token) is tuple:
-            from ..runs import IDEMPOTENCY_KEY
-
             CURRENT.reset(token[0])
             IDEMPOTENCY_KEY.reset(token[1])
         else:
