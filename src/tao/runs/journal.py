@@ -20,7 +20,7 @@ it. When the run goes on differs by record:
   behind: queued (their JSON made at once, so a later change to the data is not in them), and
   committed by the next of the above, by a read of the file (a read, through any ``Journal``
   of this process, sees every record written before it), by ``close``, at the interpreter's
-  exit, or by the journal's writer thread within ``LINGER_S`` (2 ms).
+  exit, or by the journal's writer thread within ``LINGER_S`` (10 ms).
 
 So a process killed (or a machine losing power) may lose the records written behind since the
 last commit - never a start that its tool's effect could have followed. What that costs on

@@ -7,8 +7,9 @@ killed process may lose.
 in one transaction (``fsync``: that commit is fsynced - ``synchronous=FULL``). The caller that
 waits commits the queue itself, on its own thread, so a synchronous write costs one commit and no
 thread hand-off. A statement nobody waits for is committed by the journal's writer thread
-``LINGER_S`` after it was queued (with whatever came meanwhile), or earlier by the next caller
-that waits, reads or closes. The connection and the queue are this process's: a forked child
+about ``LINGER_S`` after it was queued (the first one of a round calls the thread, which lets
+that time pass: what comes meanwhile goes with it), or earlier by the next caller that waits,
+reads or closes. The connection and the queue are this process's: a forked child
 starts with an empty queue (what the parent queued is the parent's to commit) and a connection of
 its own. The interpreter's exit commits what is still queued (``atexit``).
 
@@ -35,8 +36,9 @@ from typing import Any
 
 #: records between two checkpoints (each record a few WAL pages; SQLite's own default is 1,000 pages)
 CHECKPOINT_EVERY = 256
-#: seconds a statement nobody waits for may stay queued before the writer thread commits it
-LINGER_S = 0.002
+#: seconds a statement nobody waits for may stay queued before the writer thread commits it:
+#: each round of the thread costs the run the GIL's hand-over (~0.1 ms on a VM), so not too few
+LINGER_S = 0.01
 #: seconds the writer thread waits for work before it ends (the next ``put`` starts it again)
 IDLE_S = 30.0
 
@@ -69,7 +71,9 @@ class Writer:
         self.db: sqlite3.Connection | None = None
         self.queue: list[Statement] = []
         self.queued = self.committed = 0  # statements queued and committed (or failed) so far
-        self.armed = False  # the writer thread is to commit what is queued
+        #: the writer thread was called and has not gone back to waiting: a put need not call
+        #: it again (each call wakes a thread, and costs the caller the GIL's hand-over)
+        self.armed = False
         self.thread = False  # the writer thread runs
         self.gen = 0  # the writer thread's generation: close() ends the one running
         self.error: BaseException | None = None  # a write nobody waited for failed: said next
@@ -152,7 +156,7 @@ class Writer:
     def _commit_queued(self) -> None:
         """Commit the whole queue as one transaction; call under ``lock``."""
         with self.cv:
-            batch, self.queue, self.armed = self.queue, [], False
+            batch, self.queue = self.queue, []
         if batch:
             self._commit(batch)
 
@@ -210,7 +214,9 @@ class Writer:
         return first
 
     def _run(self, gen: int) -> None:
-        """The writer thread: commits what nobody waits for, ``LINGER_S`` after it came."""
+        """The writer thread: called by the first put nobody waits for, it lets ``LINGER_S``
+        pass (what comes meanwhile, or a commit someone waits for, goes with it), commits what
+        is queued then, and waits to be called again once nothing is."""
         while True:
             with self.cv:
                 while not self.armed and gen == self.gen:
@@ -227,6 +233,8 @@ class Writer:
                     self._commit_queued()
                 except BaseException as e:  # noqa: BLE001 - the thread goes on; the next caller learns it
                     self.error = e
+            with self.cv:  # what came since is the next round's; else the next put calls it
+                self.armed = bool(self.queue)
 
     def close(self) -> None:
         """Commit what is queued, end the threads, close the connection."""
