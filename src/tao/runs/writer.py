@@ -62,7 +62,8 @@ class Writer:
         self.path, self.fsync, self.connect = path, fsync, connect
         self.key = os.path.realpath(path)  # the file, wherever the cwd goes later
         self._fresh()
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def _fresh(self) -> None:
         self.pid = os.getpid()
@@ -131,7 +132,7 @@ class Writer:
         """``fn(connection)`` once everything queued is committed - by this journal and by any
         other of this process on the same file (a run cut off by an exception, resumed through
         another ``Journal``): a read sees every write made before it."""
-        for other in list(_LIVE):
+        for other in _live():
             if other is not self and other.key == self.key and other.committed < other.queued \
                     and other.pid == self.pid:
                 other.commit()
@@ -258,6 +259,14 @@ class Writer:
 
 #: every ``Writer`` of this process: committed at exit, made fresh in a forked child
 _LIVE: weakref.WeakSet[Writer] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _live() -> list[Writer]:
+    with _LIVE_LOCK:  # another thread's Journal() adding to it while it is copied
+        return list(_LIVE)
+
+
 _ABANDONED: list[sqlite3.Connection] = []  # a forked child's copies of its parent's connections
 
 
@@ -265,7 +274,7 @@ _ABANDONED: list[sqlite3.Connection] = []  # a forked child's copies of its pare
 def _flush_all() -> None:
     """At the interpreter's exit: what was queued is committed (a run that ended by an
     exception has records nobody waited for)."""
-    for writer in list(_LIVE):
+    for writer in _live():
         if writer.pid == os.getpid() and writer.committed < writer.queued:
             try:
                 writer.flush()
@@ -275,6 +284,8 @@ def _flush_all() -> None:
 
 
 def _forked() -> None:
+    global _LIVE_LOCK
+    _LIVE_LOCK = threading.Lock()  # maybe held by a thread of the parent's when it forked
     for writer in list(_LIVE):
         writer.forked()
 
