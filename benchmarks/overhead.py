@@ -15,8 +15,9 @@ with OpenTelemetry tracing (the SDK, a batch processor, an in-memory exporter) a
 modes alternated in rounds in one process, as ratios per added turn (issue 14, point 7).
 
 ``--guarded``: plain tao against tao with a deny list, an audit log and a journal, neither
-fsync'd (the same with the audit log flushed before each run counts as done; and each of the
-three alone), at 2, 10, 50 and 200 turns, the modes alternated in rounds in one process: the
+fsync'd (the same with the audit log flushed before each run counts as done; each of the
+three alone; and the guarded run and the journal alone with ``add`` marked
+``side_effects=False``, whose start the journal writes behind), at 2, 10, 50 and 200 turns, the modes alternated in rounds in one process: the
 run's time, the time per turn and the time per added turn 2->10 and 50->200 - equal when the
 cost of a turn does not grow with the run (issue 25, point 5). ``runs // turns`` runs of each
 length (at least 5) per round.
@@ -40,8 +41,14 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def script(turns: int) -> list:
-    return [tool_call("add", a=i, b=1) for i in range(turns - 1)] + ["42"]
+@tool(side_effects=False)
+def pure_add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def script(turns: int, name: str = "add") -> list:
+    return [tool_call(name, a=i, b=1) for i in range(turns - 1)] + ["42"]
 
 
 async def bench_handwritten(turns: int, runs: int) -> list[float]:
@@ -80,11 +87,12 @@ def cold_import(n: int) -> tuple[float, float]:
     return median_of("pass"), median_of("import tao")
 
 
-async def bench_with(turns: int, runs: int, journal=None, flush=None, **guard) -> list[float]:
+async def bench_with(turns: int, runs: int, journal=None, flush=None, tool=add,
+                     **guard) -> list[float]:
     times = []
     for _ in range(runs):
-        agent = ReActAgent(ScriptedModel(script(turns)), [add], max_turns=turns, journal=journal,
-                           **guard)
+        agent = ReActAgent(ScriptedModel(script(turns, tool.name)), [tool], max_turns=turns,
+                           journal=journal, **guard)
         t = time.perf_counter()
         result = await agent.arun("what is 41 + 1?")
         if flush is not None:
@@ -115,6 +123,12 @@ def guarded(runs: int, n_rounds: int) -> None:
             "deny list only": ({"deny": guard["deny"]}, None),
             "audit log only": ({"audit": log}, None),
             "journal only": ({"journal": journal}, None),
+            # the tool says it has no side effects: its start need not be committed before it
+            # runs, so nothing in the turn waits for the journal (tao.runs.writer)
+            "deny + audit + journal, add marked side_effects=False": ({**guard, "tool": pure_add},
+                                                                      None),
+            "journal only, add marked side_effects=False": ({"journal": journal,
+                                                              "tool": pure_add}, None),
         }
 
         async def measure(kw: dict, flush, k: int) -> list[float]:
