@@ -19,7 +19,7 @@ from typing import Any
 from .. import prompts
 from ..events import ApprovalDecided, ApprovalRequested, Event
 from ..messages import ToolCall
-from ..runs import IDEMPOTENCY_KEY  # tao.runs alone is light: its journal loads when used
+from ..runs import IDEMPOTENCY_KEY  # tao.runs is light: the journal loads on use
 from ..safe_json import dumps
 from .approval import ApprovalRequest, Decision, decide
 from .budget import Budget, BudgetExceeded, Meter, Metered
