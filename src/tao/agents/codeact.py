@@ -25,6 +25,7 @@ from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, detect_language, make_guard, make_memory
 from .code_blocks import CODE_GRAMMAR, Reply, split_reply
 from .context import Reported, RunContext
+from .streak import code_key
 
 
 class CodeActAgent(Agent):
@@ -195,7 +196,10 @@ class Blocks:
     async def run(self, reply: Reply, turn: int) -> AsyncIterator[Event]:
         guard, self.outputs = self.ctx.guard, []
         self.door.turn = turn
+        streak = self.ctx.streak
         for i, code in enumerate(reply.blocks, 1):
+            if streak.blocked(key := code_key(code)):  # failed twice in a row as it is: stop
+                guard.stuck(None, None, streak.reason(streak.what_code()))
             yield CodeExecution(code, turn, i)
             pump = guard.pump(self.sandbox.execute(code, self.agent.timeout), timed=True,
                               events=bool(self.door.names))
@@ -203,7 +207,8 @@ class Blocks:
                 yield event
             res = self.last = pump.value
             self.executions += 1
-            self.outputs.append(guard.fenced(res.to_observation(), "python"))  # untrusted: data
+            note = streak.settle(key, not res.ok, streak.what_code())  # twice: it is said
+            self.outputs.append(guard.fenced(res.to_observation(), "python") + note)
             yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s, res.stderr,
                                     res.killed_reason, self.outputs[-1])
             if guard.journal is not None:  # the block and what it gave, before the next

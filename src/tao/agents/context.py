@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..events import Action, Event, ModelRetry, Observation, RunFinished, TokenDelta
 from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
 from ..result import Result, Status
-from ..tools.base import ToolDoor, Toolbox, ToolResult
+from ..tools.base import Toolbox, ToolDoor, ToolResult
+from .streak import Streak, call_key
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
     from ..guard.run import Run
@@ -38,6 +40,7 @@ class RunContext:
         self.usage = Usage()
         self.response: ModelResponse | None = None
         self.results: list[ToolResult] = []
+        self.streak = Streak(lang)  # the same failing action again: told, then stopped
 
     async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
         """One model call as events (text as it streams, retries said); its reply is
@@ -56,13 +59,26 @@ class RunContext:
     async def tool_turn(self, calls: Sequence[ToolCall], turn: int) -> AsyncIterator[Event]:
         """The calls of one turn: the approvals they need, asked together before any Action;
         then an ``Action`` each (as it will run: an edit shown); then all of them through the
-        tool door. Their results are ``self.results`` afterwards, in order."""
+        tool door. Their results are ``self.results`` afterwards, in order. A call that
+        failed the same way twice in a row and is sent again is not run: the run stops."""
+        streak = self.streak
+        if streak.count >= streak.limit:  # only after two identical failures in a row
+            for call in calls:
+                if streak.blocked(call_key(call.name, call.arguments)):
+                    tool = self.toolbox[call.name] if call.name in self.toolbox else None
+                    self.guard.stuck(call, tool, streak.reason(streak.what_call(call.name)))
         if self.guard.active:  # approvals can only be needed then: no generator otherwise
             async for event in self.guard.gate(calls, self.toolbox):
                 yield event
         for call in calls:
             yield Action(self.guard.shown(call), turn)
-        self.results = await self.door.execute_all(calls)
+        self.results = results = await self.door.execute_all(calls)
+        for i, (call, res) in enumerate(zip(calls, results)):
+            if not res.is_error:
+                streak.count = 0
+            elif note := streak.settle(call_key(call.name, call.arguments), True,
+                                       streak.what_call(call.name)):
+                results[i] = replace(res, content=res.content + note)
 
     def code_door(self) -> Reported:
         """The tool door as model-written code reaches it (CodeAct's sandbox bridge): each

@@ -108,6 +108,8 @@ class Repeats:
             key = (call.name, repr(sorted(call.arguments.items())))
         except (RecursionError, ValueError):  # nested past the stack, a huge int
             key = (call.name, call.id)
+        if result.is_error:  # a failure again is the run context's (``tao.agents.streak``)
+            return result
         repeated = key in self.seen
         self.seen.add(key)
         return replace(result, content=result.content + self.note) if repeated else result

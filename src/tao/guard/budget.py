@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ..messages import Usage
 from ..models.base import Model, ModelResponse
@@ -109,7 +109,12 @@ class Meter:
         self.usage, self.cost, self.calls = Usage(), 0.0, 0
         self.stopped: str | None = None
         self.repeats: dict[str, int] = {}
-        self._counted: set[str] = set()
+        #: the calls counted, by (model replies so far, call id): once per call, though a turn
+        #: admits it twice and a plan step retries it - but a call id a model sends again in a
+        #: later reply (a script's ``[tool_call(...)] * 10``, a server that numbers per turn) is
+        #: a new call
+        self._counted: set[tuple[int, str]] = set()
+        self.replies = 0
 
     def check_prices(self, model: str) -> None:
         meter: Meter | None = self
@@ -173,6 +178,7 @@ class Meter:
         """A model reply's usage; a budget it overspends stops the run at the next door."""
         if self.parent is not None:
             self.parent.spend(model, usage)
+        self.replies += 1
         self.usage.add(usage)
         b = self.budget
         if b.max_cost is not None:
@@ -185,13 +191,14 @@ class Meter:
 
     def count(self, call: Any) -> None:
         """One tool call (once per call id): the call budget and the same-call count."""
-        if call.id in self._counted:
+        key = (self.replies, call.id)
+        if key in self._counted:
             return
-        self._counted.add(call.id)
+        self._counted.add(key)
         if self.parent is not None:  # a sub-agent's calls count against the parent's budgets
             from dataclasses import replace
 
-            self.parent.count(replace(call, id=f"{self.run_id}/{call.id}"))
+            self.parent.count(replace(call, id=f"{self.run_id}/{self.replies}/{call.id}"))
         self.check()
         b = self.budget
         self.calls += 1
@@ -204,6 +211,11 @@ class Meter:
             n = self.repeats[d] = self.repeats.get(d, 0) + 1
             if n > b.max_repeats:
                 self._stop("b_max_repeats", b.max_repeats, n, call.name)
+
+    def halt(self, reason: str) -> NoReturn:
+        """Stop the run now for ``reason`` (a rule of the loop, not a number spent here)."""
+        self.stopped = reason
+        raise BudgetExceeded(reason)
 
     def _reason(self, key: str, limit: Any, used: Any, tool: str = "") -> str:
         from .. import prompts

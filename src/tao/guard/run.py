@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import prompts
 from ..events import ApprovalDecided, ApprovalRequested, Event
@@ -172,6 +172,14 @@ class Run:
             self._edited[call.id] = decision.arguments or {}
             return replace(call, arguments=decision.arguments or {})
         return call
+
+    def stuck(self, call: ToolCall | None, tool: Any, reason: str) -> NoReturn:
+        """The run stops here: ``call`` (None: a code block) failed the same way twice in a row
+        and was sent again (``tao.agents.streak``). Audited as refused; ``finish`` then says
+        ``status="budget"`` with ``reason``, as for a spent budget."""
+        if call is not None:
+            self._audit_call(call, tool, "stuck", 0.0)
+        self.meter.halt(reason)
 
     def _count(self, call: ToolCall, tool: Any) -> None:
         """Count the call against the budgets; one they refuse is in the audit log too."""
