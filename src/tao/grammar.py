@@ -67,16 +67,18 @@ def action_schema(specs: Sequence[ToolSpec]) -> dict[str, Any]:
 MAX_CALLS = 8
 
 
-def action_grammar(specs: Sequence[ToolSpec]) -> str:
+def action_grammar(specs: Sequence[ToolSpec], answer_schema: dict[str, Any] | None = None) -> str:
     """``{"thought": ..., "tool": ..., "arguments": {...}}``, ``{"thought": ..., "calls":
     [{"tool": ..., "arguments": {...}}, ...]}`` (2 to ``MAX_CALLS`` calls that do not wait on
     each other) or ``{"thought": ..., "final_answer": ...}``, written by hand around the
     converter's argument rules so the shared ``thought`` prefix is one rule and lengths use
     GBNF's ``{m,n}``. Several calls are a key of their own the model picks after its thought,
     not more objects after the first: a model that likes a newline after its JSON would then
-    be pushed into a call it never meant (seen: a 10-turn loop on a task one call a turn solves)."""
+    be pushed into a call it never meant (seen: a 10-turn loop on a task one call a turn solves).
+    ``answer_schema``: ``final_answer`` is a JSON value of that schema, not a string (a typed
+    result, ``tao.output``)."""
     return _object_grammar(specs, ACTION_ORDER, "tool", "arguments", None, "final_answer",
-                           many=MAX_CALLS)
+                           many=MAX_CALLS, answer_schema=answer_schema)
 
 
 #: Seed 003's decision object: ``action`` is a tool's name or ``"final"``.
@@ -91,12 +93,14 @@ def decision_grammar(specs: Sequence[ToolSpec]) -> str:
 
 
 def _object_grammar(specs: Sequence[ToolSpec], order: Sequence[str], tool_key: str, args_key: str,
-                    final_name: str | None, answer_key: str, many: int = 1) -> str:
+                    final_name: str | None, answer_key: str, many: int = 1,
+                    answer_schema: dict[str, Any] | None = None) -> str:
     conv = _converter(order)
     _visit(conv, {"type": "string"}, "text")  # brings in the JSON ``char`` rule
     key = lambda k: conv._format_literal(json.dumps(k)) + " space \":\" space"  # noqa: E731
     thought = conv._add_rule("thought", f'"\\"" char{{0,{THOUGHT_CHARS}}} "\\"" space')
-    answer = conv._add_rule("answer", f'"\\"" char{{0,{ANSWER_CHARS}}} "\\"" space')
+    answer = (_visit(conv, answer_schema, "answer") if answer_schema is not None else
+              conv._add_rule("answer", f'"\\"" char{{0,{ANSWER_CHARS}}} "\\"" space'))
     alts = []
     for i, spec in enumerate(specs):
         args = _visit(conv, spec.parameters or {"type": "object"}, f"args{i}")

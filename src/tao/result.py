@@ -22,6 +22,8 @@ class Result:
     messages: list[Message] = field(default_factory=list)
     error: str | None = None
     sandbox: str | None = None  # the backend that ran the code (CodeAct), as RunStarted names it
+    #: the validated value of the run's ``output_type`` (``tao.output``); None without one
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -37,6 +39,8 @@ class Result:
             d["error"] = self.error
         if self.sandbox:
             d["sandbox"] = self.sandbox
+        if self.output is not None:
+            d["output"] = _as_json(self.output)
         if with_messages:
             d["messages"] = [m.to_dict() for m in self.messages]
         return d
@@ -47,4 +51,13 @@ class Result:
         return cls(d.get("answer"), d["status"], d["turns"], d["tool_calls"],
                    Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
                    d.get("duration_s", 0.0), [Message.from_dict(m) for m in d.get("messages", [])],
-                   d.get("error"), d.get("sandbox"))
+                   d.get("error"), d.get("sandbox"), d.get("output"))
+
+
+def _as_json(value: Any) -> Any:
+    """A typed output as JSON data: pydantic models and dataclasses by pydantic, the rest as is."""
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(type(value)).dump_python(value, mode="json")

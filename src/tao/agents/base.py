@@ -142,16 +142,42 @@ class Agent:
     drive it and hand every event to the sinks."""
 
     name = "agent"
+    output_type: Any = None  # the agent's typed result (``tao.output``); None: the text
+    output: Any = None  # its ``tao.output.Output`` (schema and validation)
+    output_retries: int = 1
 
-    def stream(self, task: str, *, run_id: str | None = None) -> AsyncIterator[Event]:
+    def typed(self, output_type: Any, output_retries: int) -> None:
+        """Set the agent's ``output_type`` (checked now: a type pydantic cannot validate is an
+        error here, not at the end of a run) and ``output_retries``."""
+        from ..output import Output
+
+        if output_retries < 0:
+            raise ValueError(f"output_retries must be 0 or more, not {output_retries!r}")
+        self.output = Output.of(output_type)
+        self.output_type, self.output_retries = output_type, output_retries
+
+    def output_for(self, run_id: str) -> Any:
+        """The run's ``tao.output.Output``: the one given to this run, else the agent's."""
+        per_run = self.__dict__.get("_outputs")
+        if per_run and run_id in per_run:
+            return per_run.pop(run_id)
+        return self.output
+
+    def stream(self, task: str, *, run_id: str | None = None,
+               output_type: Any = ...) -> AsyncIterator[Event]:
         """The run of ``task`` as events. ``run_id``: continue that journaled run (what
         ``resume`` does); else a new id. The id is handed to the loop, which hands it to the
-        run's context: nothing else carries it."""
+        run's context: nothing else carries it. ``output_type``: this run's typed result,
+        instead of the agent's (``str`` or None: the text)."""
         import uuid
 
         from .. import tracing  # no OpenTelemetry until a traced run starts
 
         rid = run_id or uuid.uuid4().hex
+        if output_type is not ...:
+            from ..output import Output
+
+            self.__dict__.setdefault("_outputs", {})[rid] = Output.of(output_type)
         events = _numbered(self.loop(task, rid), rid, _hider(self))
         return tracing.traced(events) if tracing.enabled() else events
 
@@ -159,10 +185,10 @@ class Agent:
         raise NotImplementedError
 
     async def arun(self, task: str, sinks: Iterable[Sink] = (), *,
-                   run_id: str | None = None) -> Result:
+                   run_id: str | None = None, output_type: Any = ...) -> Result:
         sinks = list(sinks)
         result = None
-        async for event in self.stream(task, run_id=run_id):
+        async for event in self.stream(task, run_id=run_id, output_type=output_type):
             for sink in sinks:
                 sink(event)
             if type(event) is RunFinished:
@@ -171,7 +197,8 @@ class Agent:
             raise RuntimeError(f"{type(self).__name__}.stream() ended without RunFinished")
         return result
 
-    def run(self, task: str, sinks: Iterable[Sink] = (), *, run_id: str | None = None) -> Result:
+    def run(self, task: str, sinks: Iterable[Sink] = (), *, run_id: str | None = None,
+            output_type: Any = ...) -> Result:
         """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread.
         ``run_id``: continue that journaled run (what ``resume`` does)."""
         import asyncio  # here, not at import: `import tao` stays cheap
@@ -179,12 +206,13 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, sinks, run_id=run_id))
+            return asyncio.run(self.arun(task, sinks, run_id=run_id, output_type=output_type))
         box: list[Any] = []
 
         def target() -> None:
             try:
-                box.append(asyncio.run(self.arun(task, sinks, run_id=run_id)))
+                box.append(asyncio.run(self.arun(task, sinks, run_id=run_id,
+                                                 output_type=output_type)))
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
                 box.append(e)
 

@@ -56,7 +56,8 @@ class CodeActAgent(Agent):
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  sandbox: Any = None, max_turns: int = 10, system_prompt: str | None = None,
                  language: str | None = None, helpers: bool = True, timeout: float | None = None,
-                 memory: Any = None, **guard: Any):
+                 memory: Any = None, output_type: Any = None, output_retries: int = 1,
+                 **guard: Any):
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
@@ -77,6 +78,7 @@ class CodeActAgent(Agent):
         self.language = language
         self.timeout = timeout
         self.guard = make_guard(guard, type(self))
+        self.typed(output_type, output_retries)
 
     def prompt(self, lang: str) -> str:
         """The system prompt: the callable functions with their signatures and docstrings."""
@@ -106,7 +108,8 @@ class CodeActAgent(Agent):
         texts = prompts.table("codeact")[lang]
         run = RunContext(self, task, lang, self.toolbox, run_id)
         messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
-            else [Message.system(self.prompt(lang) + run.guard.system_note()), *self.example(lang),
+            else [Message.system(self.prompt(lang) + run.guard.system_note() + run.output_note()),
+                  *self.example(lang),
                   Message.user(task)]
         own = self.sandbox is None or isinstance(self.sandbox, str)
         turn, answer, status, error = 0, None, "max_turns", None
@@ -135,6 +138,10 @@ class CodeActAgent(Agent):
                 reply = split_reply(text)
                 messages.append(Message.assistant(text))
                 if not reply.has_code:
+                    if reply.answer is not None and (fix := run.checked(reply.answer)):
+                        messages.append(Message.user(fix))  # not the type asked for
+                        yield Error(fix, turn, recoverable=True)
+                        continue
                     if reply.answer is not None:
                         answer, status = reply.answer, "done"
                         yield FinalAnswer(answer, turn)
@@ -146,6 +153,9 @@ class CodeActAgent(Agent):
                     yield Thought(reply.prose, turn)
                 async for event in blocks.run(reply, turn):  # each block, its output, the answer
                     yield event
+                if blocks.answer is not None and (fix := run.checked(blocks.answer, blocks.value, True)):
+                    blocks.outputs.append(fix)  # final_answer(obj) of another type: said
+                    blocks.answer = None
                 if blocks.answer is not None:
                     answer, status = blocks.answer, "done"
                     yield FinalAnswer(answer, turn)
@@ -189,7 +199,7 @@ class Blocks:
     def __init__(self, agent: CodeActAgent, run: RunContext, sandbox: Any, texts: dict[str, str],
                  door: Reported):
         self.agent, self.ctx, self.sandbox, self.texts, self.door = agent, run, sandbox, texts, door
-        self.executions, self.answer = 0, None
+        self.executions, self.answer, self.value = 0, None, None
         self.outputs: list[str] = []
         self.last: Any = None
 
@@ -215,7 +225,7 @@ class Blocks:
                 guard.journal.note("code", {"turn": turn, "index": i, "code": code,
                                             "ok": res.ok, "observation": self.outputs[-1]})
             if res.has_final_answer:
-                self.answer = to_text(res.final_answer)
+                self.answer, self.value = to_text(res.final_answer), res.final_answer
                 return
             if not res.ok and i < len(reply.blocks):
                 self.outputs.append(prompts.render(self.texts["skipped"],

@@ -16,6 +16,7 @@ from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
 from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
+from ..output import OUTPUT_RETRIES, Output, OutputError
 from .streak import Streak, call_key
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
@@ -41,6 +42,11 @@ class RunContext:
         self.response: ModelResponse | None = None
         self.results: list[ToolResult] = []
         self.streak = Streak(lang)  # the same failing action again: told, then stopped
+        self.lang = lang
+        #: the run's typed result (``tao.output``): its schema, and what validated
+        self.output: Output | None = agent.output_for(run_id)
+        self.retries_left: int = getattr(agent, "output_retries", OUTPUT_RETRIES)
+        self.value: Any = None
 
     async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
         """One model call as events (text as it streams, retries said); its reply is
@@ -80,6 +86,27 @@ class RunContext:
                                        streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)
 
+    def output_note(self) -> str:
+        """What the system prompt adds for a typed result ("" without one)."""
+        return self.output.instructions(self.lang) if self.output is not None else ""
+
+    def checked(self, answer: str, value: Any = None, has_value: bool = False) -> str | None:
+        """The final answer against the run's ``output_type``: None when it holds (the value is
+        ``self.value``), else the correction to send back to the model. ``value``: the object
+        the code gave (CodeAct's ``final_answer(obj)``). Raises ``OutputError`` once
+        ``output_retries`` corrections have been sent."""
+        if self.output is None:
+            return None
+        try:
+            self.value = (self.output.validate(value) if has_value else
+                          self.output.parse(answer))
+            return None
+        except OutputError as e:
+            if self.retries_left <= 0:
+                raise
+            self.retries_left -= 1
+            return self.output.correction(e, self.lang)
+
     def code_door(self) -> Reported:
         """The tool door as model-written code reaches it (CodeAct's sandbox bridge): each
         call the code makes is an ``Action`` and an ``Observation`` of this run, as a call of
@@ -92,7 +119,8 @@ class RunContext:
         """The run's ``RunFinished``: memory keeps what it keeps, the guard closes the run
         (audit, journal status)."""
         result = Result(answer, status, turns, actions, self.usage,
-                        time.perf_counter() - self.started, messages, error, sandbox)
+                        time.perf_counter() - self.started, messages, error, sandbox,
+                        self.value if status == "done" else None)
         return RunFinished(self.guard.finish(await self.memory.finish(result, self.agent_model)))
 
 

@@ -30,7 +30,9 @@ class ReActAgent(Agent):
     ("zh"/"en") picks the prompt; by default it follows the task. ``memory``: see
     ``tao.memory.Memory`` (by default each call is fitted to the model's context). ``guard``: the guardrails'
     keywords (``allow= deny= approve= audit= max_tokens= max_cost= max_seconds= max_tool_calls=
-    max_repeats=`` ..., see ``tao.guard``).
+    max_repeats=`` ..., see ``tao.guard``). ``output_type``: the run's answer as a validated value
+    in ``Result.output`` (``tao.output``; ``run(..., output_type=)`` for one run), an answer that
+    does not validate sent back ``output_retries`` times.
     """
 
     name = "react"
@@ -38,7 +40,8 @@ class ReActAgent(Agent):
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  protocol: Literal["tools", "text", "json"] = "tools", max_turns: int = 10,
                  system_prompt: str | None = None, language: str | None = None,
-                 memory: Any = None, **guard: Any):
+                 memory: Any = None, output_type: Any = None, output_retries: int = 1,
+                 **guard: Any):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be 'tools', 'text' or 'json', not {protocol!r}")
         if max_turns < 1:
@@ -51,6 +54,7 @@ class ReActAgent(Agent):
         self.system_prompt = system_prompt
         self.language = language
         self.guard = make_guard(guard, type(self))
+        self.typed(output_type, output_retries)
         if protocol != "tools":
             self.name = f"react-{protocol}"
 
@@ -58,9 +62,12 @@ class ReActAgent(Agent):
         lang = self.language or detect_language(task)
         proto, toolbox = self.protocol, self.toolbox
         run = RunContext(self, task, lang, toolbox, run_id)
-        system = (self.system_prompt or proto.system_prompt(lang, toolbox)) + run.guard.system_note()
+        system = ((self.system_prompt or proto.system_prompt(lang, toolbox))
+                  + run.guard.system_note() + run.output_note())
         messages = [Message.system(system), Message.user(task)]
         kwargs = proto.model_kwargs(self.model, toolbox, lang)
+        if run.output is not None and isinstance(proto, ToolsProtocol):  # the answer's schema
+            kwargs["response_format"] = run.output.response_format()
         n_calls, turn, seen = 0, 0, Repeats(lang)
         answer, status, error = None, "max_turns", None
         yield RunStarted(task, self.name, self.model.name)
@@ -74,6 +81,10 @@ class ReActAgent(Agent):
                 messages.append(step.message)
                 if step.thought:
                     yield Thought(step.thought, turn)
+                if step.final is not None and (fix := run.checked(step.final)) is not None:
+                    messages.append(Message.user(fix))  # not the type asked for: once more
+                    yield Error(fix, turn, recoverable=True)
+                    continue
                 if step.final is not None:
                     answer, status = step.final, "done"
                     yield FinalAnswer(answer, turn)

@@ -173,8 +173,10 @@ class LocalModel(Model):
         from . import sampling
 
         wire = self._wire(messages, tools)
-        if tools:
-            grammar = grammars.action_grammar(tools)
+        if tools:  # a typed result (response_format's schema) is the final answer's own rule
+            schema = ((response_format or {}).get("json_schema") or {}).get("schema")
+            grammar = grammars.action_grammar(tools, answer_schema=schema)
+            response_format = None
         run = sampling.current()  # a voting run's own draw (``tao.models.sampling``)
         req = {"wire": wire, "max_tokens": max_tokens or self.max_tokens,
                "temperature": run.temperature if run else self.temperature,
@@ -242,4 +244,7 @@ def _read_action(text: str) -> Message:
             calls.append(ToolCall(f"local_{next(_call_ids)}", str(c["tool"]), args))
     if calls or wanted:
         return Message.assistant(thought, calls)
-    return Message.assistant(str(obj.get("final_answer", "")).strip())
+    final = obj.get("final_answer", "")
+    if not isinstance(final, str):  # a typed result: the JSON value as its text
+        return Message.assistant(json.dumps(final, ensure_ascii=False))
+    return Message.assistant(final.strip())

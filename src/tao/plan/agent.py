@@ -95,7 +95,8 @@ class PlanExecuteAgent(Agent):
                  max_fixes: int = 2, step_timeout: float | None = None,
                  retry_backoff: float = 0.5, stream_plan: bool = False,
                  language: str | None = None, system_prompt: str | None = None,
-                 ray_options: dict[str, Any] | None = None, memory: Any = None, **guard: Any):
+                 ray_options: dict[str, Any] | None = None, memory: Any = None,
+                 output_type: Any = None, output_retries: int = 1, **guard: Any):
         if executor not in ("async", "ray"):
             raise ValueError(f"executor={executor!r} is not available; use 'async' or 'ray'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
@@ -125,6 +126,7 @@ class PlanExecuteAgent(Agent):
         self.language = language
         self.system_prompt = system_prompt
         self.guard = make_guard(guard, type(self))
+        self.typed(output_type, output_retries)
 
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -183,10 +185,11 @@ class PlanExecuteAgent(Agent):
                 outcomes = None
                 if plan.answer is not None:
                     template = plan.answer
-            if template is not None and all(r in run.results for r in references(template)):
-                answer = to_text(resolve(template, run.results))
-            else:
-                answer = await planner.synthesize(task, run.done)
+            answer = _templated(context, template, run.results)
+            if answer is None:  # no template, or its value is not the type asked for
+                answer = await planner.synthesize(task, run.done, context.output, lang)
+                while (fix := context.checked(answer)) is not None:
+                    answer = await planner.answer_again(fix, context.output)
             status = "done"
             emit(FinalAnswer(answer, run.tally.turns))
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
@@ -294,6 +297,22 @@ class PlanExecuteAgent(Agent):
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
+
+
+def _templated(context: RunContext, template: Any, results: dict[str, Any]) -> str | None:
+    """The plan's own answer (``"$step3 km"``) when all it refers to ran - and, for a typed
+    result, when its value is of the type (``context.value`` then holds it); else None."""
+    if template is None or not all(r in results for r in references(template)):
+        return None
+    value = resolve(template, results)
+    if context.output is not None:
+        from ..output import OutputError
+
+        try:
+            context.value = context.output.validate(value)
+        except OutputError:
+            return None
+    return to_text(value)
 
 
 def _pool(size: int) -> ThreadPoolExecutor:

@@ -232,10 +232,20 @@ class Planner:
             next_id=self._next_id(finished, troubles))))
         return await self._ask_plan(finished, first=int(self._next_id(finished, troubles)[4:])), failure
 
-    async def synthesize(self, task: str, outcomes: Sequence[Outcome]) -> str:
-        self.messages.append(Message.user(prompts.render(
-            self.texts["synthesize"], results=self.results(outcomes), task=task)))
-        return (await self.call()).content.strip()
+    async def synthesize(self, task: str, outcomes: Sequence[Outcome], output: Any = None,
+                         lang: str = "en") -> str:
+        """The answer from the steps' results; with a typed result (``tao.output.Output``) as
+        JSON of its schema (the embedded model decodes under it)."""
+        text = prompts.render(self.texts["synthesize"], results=self.results(outcomes), task=task)
+        self.messages.append(Message.user(text + (output.instructions(lang) if output else "")))
+        return await self.answer_again(None, output)
+
+    async def answer_again(self, correction: str | None, output: Any) -> str:
+        """The answer once more, after ``correction`` (None: the first time)."""
+        if correction is not None:
+            self.messages.append(Message.user(correction))
+        kwargs = {"response_format": output.response_format()} if output is not None else {}
+        return (await self.call(**kwargs)).content.strip()
 
     def results(self, outcomes: Sequence[Outcome]) -> str:
         lines = [prompts.render(self.texts["result_line"], id=o.step.id,
