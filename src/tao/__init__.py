@@ -11,6 +11,7 @@ from .messages import Message, ToolCall, Usage
 from .models.base import Model, ModelResponse, ToolSpec
 from .models.scripted import ScriptedModel, tool_call
 from .tools.base import Tool, Toolbox, tool
+from .tools.context import RunContext
 from .tools.calculator import calculate, calculator
 
 __version__ = "0.1.0"
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
+    "RunContext",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Vote", "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
     "instrument", "uninstrument", "AgentSpec", "build_agent",

@@ -156,28 +156,30 @@ class Agent:
         self.output = Output.of(output_type)
         self.output_type, self.output_retries = output_type, output_retries
 
-    def output_for(self, run_id: str) -> Any:
-        """The run's ``tao.output.Output``: the one given to this run, else the agent's."""
-        per_run = self.__dict__.get("_outputs")
-        if per_run and run_id in per_run:
-            return per_run.pop(run_id)
-        return self.output
+    def run_options(self, run_id: str) -> tuple[Any, Any]:
+        """The run's ``tao.output.Output`` (the one given to this run, else the agent's) and its
+        ``deps``; taken once, by the run's context as it starts."""
+        per_run = self.__dict__.get("_per_run")
+        output, deps = per_run.pop(run_id) if per_run and run_id in per_run else (..., None)
+        return (self.output if output is ... else output), deps
 
-    def stream(self, task: str, *, run_id: str | None = None,
-               output_type: Any = ...) -> AsyncIterator[Event]:
+    def stream(self, task: str, *, run_id: str | None = None, output_type: Any = ...,
+               deps: Any = None) -> AsyncIterator[Event]:
         """The run of ``task`` as events. ``run_id``: continue that journaled run (what
         ``resume`` does); else a new id. The id is handed to the loop, which hands it to the
         run's context: nothing else carries it. ``output_type``: this run's typed result,
-        instead of the agent's (``str`` or None: the text)."""
+        instead of the agent's (``str`` or None: the text). ``deps``: what the run's tools
+        that take a ``tao.RunContext`` find in its ``.deps`` (never shown to the model)."""
         import uuid
 
         from .. import tracing  # no OpenTelemetry until a traced run starts
 
         rid = run_id or uuid.uuid4().hex
-        if output_type is not ...:
+        if output_type is not ... or deps is not None:
             from ..output import Output
 
-            self.__dict__.setdefault("_outputs", {})[rid] = Output.of(output_type)
+            output = output_type if output_type is ... else Output.of(output_type)
+            self.__dict__.setdefault("_per_run", {})[rid] = (output, deps)
         events = _numbered(self.loop(task, rid), rid, _hider(self))
         return tracing.traced(events) if tracing.enabled() else events
 
@@ -185,10 +187,11 @@ class Agent:
         raise NotImplementedError
 
     async def arun(self, task: str, sinks: Iterable[Sink] = (), *,
-                   run_id: str | None = None, output_type: Any = ...) -> Result:
+                   run_id: str | None = None, output_type: Any = ...,
+                   deps: Any = None) -> Result:
         sinks = list(sinks)
         result = None
-        async for event in self.stream(task, run_id=run_id, output_type=output_type):
+        async for event in self.stream(task, run_id=run_id, output_type=output_type, deps=deps):
             for sink in sinks:
                 sink(event)
             if type(event) is RunFinished:
@@ -198,7 +201,7 @@ class Agent:
         return result
 
     def run(self, task: str, sinks: Iterable[Sink] = (), *, run_id: str | None = None,
-            output_type: Any = ...) -> Result:
+            output_type: Any = ..., deps: Any = None) -> Result:
         """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread.
         ``run_id``: continue that journaled run (what ``resume`` does)."""
         import asyncio  # here, not at import: `import tao` stays cheap
@@ -206,13 +209,14 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, sinks, run_id=run_id, output_type=output_type))
+            return asyncio.run(self.arun(task, sinks, run_id=run_id, output_type=output_type,
+                                         deps=deps))
         box: list[Any] = []
 
         def target() -> None:
             try:
                 box.append(asyncio.run(self.arun(task, sinks, run_id=run_id,
-                                                 output_type=output_type)))
+                                                 output_type=output_type, deps=deps)))
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
                 box.append(e)
 

@@ -24,7 +24,7 @@ from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, detect_language, make_guard, make_memory
 from .code_blocks import CODE_GRAMMAR, Reply, split_reply
-from .context import Reported, RunContext
+from .context import Reported, LoopContext
 from .streak import code_key
 
 
@@ -106,7 +106,7 @@ class CodeActAgent(Agent):
 
         lang = self.language or detect_language(task)
         texts = prompts.table("codeact")[lang]
-        run = RunContext(self, task, lang, self.toolbox, run_id)
+        run = LoopContext(self, task, lang, self.toolbox, run_id)
         messages = [Message.system(self.system_prompt), Message.user(task)] if self.system_prompt \
             else [Message.system(self.prompt(lang) + run.guard.system_note() + run.output_note()),
                   *self.example(lang),
@@ -196,7 +196,7 @@ class Blocks:
     when the code read untrusted content, noted in the journal, and the rest are skipped after
     an error. ``answer`` is set when a block called ``final_answer``."""
 
-    def __init__(self, agent: CodeActAgent, run: RunContext, sandbox: Any, texts: dict[str, str],
+    def __init__(self, agent: CodeActAgent, run: LoopContext, sandbox: Any, texts: dict[str, str],
                  door: Reported):
         self.agent, self.ctx, self.sandbox, self.texts, self.door = agent, run, sandbox, texts, door
         self.executions, self.answer, self.value = 0, None, None

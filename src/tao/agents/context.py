@@ -1,4 +1,4 @@
-"""One run's context, made once per run by ``RunContext(agent, task, lang, toolbox, run_id)``: the guard's run state (policy,
+"""One run's context, made once per run by ``LoopContext(agent, task, lang, toolbox, run_id)``: the guard's run state (policy,
 approval, budgets, journal, audit), the memory's, and the two doors wrapped by them - the model
 door (``model``) and the tool door (``door``). It also holds the turn-level steps every loop
 shares, so a loop says only what is its own: one model turn becomes events; one set of tool calls
@@ -16,6 +16,7 @@ from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
 from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
+from ..tools.context import RunView
 from ..output import OUTPUT_RETRIES, Output, OutputError
 from .streak import Streak, call_key
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run start
     from ..memory.inject import MemoryRun
 
 
-class RunContext:
+class LoopContext:
     """Made by the loop as its run starts; the loop then reads ``model``
     and ``door`` (the guarded doors), ``guard`` (for what is its own: fencing, the system note),
     ``usage`` and, after each ``model_turn``, ``response``."""
@@ -37,14 +38,17 @@ class RunContext:
         self.memory: MemoryRun = agent.memory.start(task, lang)  # recalled, history, fitting
         self.model: Model = self.guard.wrap(self.memory.wrap(agent.model))
         self.toolbox = toolbox
-        self.door: Toolbox = toolbox.bind(self.guard)
         self.usage = Usage()
+        output, self.deps = agent.run_options(run_id)
+        #: the run as its tools see it (``tao.RunContext``: deps, id, usage, retries)
+        self.view = RunView(self.deps, run_id, self.usage)
+        self.door: Toolbox = toolbox.bind(self.guard).with_run(self.view)
         self.response: ModelResponse | None = None
         self.results: list[ToolResult] = []
         self.streak = Streak(lang)  # the same failing action again: told, then stopped
         self.lang = lang
         #: the run's typed result (``tao.output``): its schema, and what validated
-        self.output: Output | None = agent.output_for(run_id)
+        self.output: Output | None = output
         self.retries_left: int = getattr(agent, "output_retries", OUTPUT_RETRIES)
         self.value: Any = None
 

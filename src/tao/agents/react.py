@@ -12,7 +12,7 @@ from ..messages import Message
 from ..models.base import Model
 from ..tools.base import Tool, Toolbox
 from .base import Agent, detect_language, make_guard, make_memory
-from .context import RunContext
+from .context import LoopContext
 from .protocols import JsonProtocol, TextProtocol, ToolsProtocol
 
 PROTOCOLS = {"tools": ToolsProtocol, "text": TextProtocol, "json": JsonProtocol}
@@ -61,7 +61,7 @@ class ReActAgent(Agent):
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         lang = self.language or detect_language(task)
         proto, toolbox = self.protocol, self.toolbox
-        run = RunContext(self, task, lang, toolbox, run_id)
+        run = LoopContext(self, task, lang, toolbox, run_id)
         system = ((self.system_prompt or proto.system_prompt(lang, toolbox))
                   + run.guard.system_note() + run.output_note())
         messages = [Message.system(system), Message.user(task)]

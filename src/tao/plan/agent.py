@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import prompts
 from ..agents.base import Agent, detect_language, make_guard, make_memory
-from ..agents.context import RunContext
+from ..agents.context import LoopContext
 from ..events import (
     Error,
     Event,
@@ -37,6 +37,7 @@ from ..events import (
 from ..messages import ToolCall
 from ..models.base import Model
 from ..tools.base import Tool, Toolbox, to_text
+from ..tools.context import RunView
 from .agent_tool import AgentTool, answer_of, nest
 from .executor import Attempt, Executor, Outcome
 from .planner import PlanFailed, Planner, Tally
@@ -55,6 +56,7 @@ class _Run:
     pool: ThreadPoolExecutor
     guard: Any  # the run's tao.guard Run
     remote: Any = None  # executor="ray": the RayTools that run the tool calls
+    tools: Any = None  # the agent's toolbox in this run (``Toolbox.with_run``)
     steps: dict[str, Step] = field(default_factory=dict)  # every step of every plan
     results: dict[str, Any] = field(default_factory=dict)  # values of the finished steps
     done: list[Outcome] = field(default_factory=list)
@@ -144,11 +146,13 @@ class PlanExecuteAgent(Agent):
     async def _run(self, task: str, run_id: str, emit: Callable[[Event], None]) -> None:
         lang = self.language or detect_language(task)
         lang = lang if lang in ("zh", "en") else "en"
-        context = RunContext(self, task, lang, self.toolbox, run_id)  # guard and memory, started
+        context = LoopContext(self, task, lang, self.toolbox, run_id)  # guard and memory, started
         guard = context.guard
         guard.emit = emit
         guard.enter()  # this task's own context: step agents run under this run's guard
         run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
+        # the steps' tools see the run (tao.RunContext): its deps, id and the usage so far
+        run.tools = self.toolbox.with_run(RunView(context.deps, run_id, run.tally.usage))
         if self.executor == "ray":
             from .ray_executor import RayTools
 
@@ -257,10 +261,10 @@ class PlanExecuteAgent(Agent):
             res = await (door.call_tool(call, tool, remote) if door is not None
                          else remote(call, False))
         elif tool.is_async():
-            res = await self.toolbox.execute(call, run=door)
+            res = await run.tools.execute(call, run=door)
         else:  # our own pool: as many threads as steps may run at once
             loop = asyncio.get_running_loop()
-            step_call = loop.run_in_executor(run.pool, _execute_sync, self.toolbox, call, door)
+            step_call = loop.run_in_executor(run.pool, _execute_sync, run.tools, call, door)
             res = await (door.meter.within(step_call) if door is not None else step_call)
         return Attempt(not res.is_error, res.content, res.value, retry=res.retryable)
 
@@ -299,7 +303,7 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _templated(context: RunContext, template: Any, results: dict[str, Any]) -> str | None:
+def _templated(context: LoopContext, template: Any, results: dict[str, Any]) -> str | None:
     """The plan's own answer (``"$step3 km"``) when all it refers to ran - and, for a typed
     result, when its value is of the type (``context.value`` then holds it); else None."""
     if template is None or not all(r in results for r in references(template)):

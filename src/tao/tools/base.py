@@ -132,6 +132,7 @@ class Toolbox:
     approval, budgets) before it runs and passed through it after (untrusted output, audit)."""
 
     _run: ToolDoor | None = None
+    _view: Any = None  # the run's ``RunView``: what ``tao.RunContext`` is made of
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()):
         self._tools: dict[str, Tool] = {}
@@ -187,6 +188,15 @@ class Toolbox:
         bound._run = run
         return bound
 
+    def with_run(self, view: Any) -> Toolbox:
+        """These tools in a run: a tool that takes ``tao.RunContext`` gets one from ``view``
+        (``tao.tools.context.RunView``)."""
+        import copy
+
+        bound = copy.copy(self)
+        bound._view = view
+        return bound
+
     async def execute(self, call: ToolCall, *, in_thread: bool = False,
                       run: ToolDoor | None = None) -> ToolResult:
         """Run one call; every failure becomes an error ``ToolResult`` - also a tool raising
@@ -217,9 +227,32 @@ class Toolbox:
             return ToolResult(f"Error: the arguments for {t.signature()} are nested more than "
                               f"{MAX_DEPTH} levels deep.", True, time.perf_counter() - start,
                               retryable=False)
+        if getattr(t, "context_param", None) is not None:
+            return await self._with_context(t, call, in_thread, start)
+        return await self._run_tool(t, call, in_thread, start, {})
+
+    async def _with_context(self, t: Tool, call: ToolCall, in_thread: bool,
+                            start: float) -> ToolResult:
+        """A call of a tool that takes the run's ``RunContext``: made here, its failures counted
+        (``retry``)."""
+        from ..safe_json import dumps
+        from .context import RunContext
+
+        view = self._view
+        key = t.name + "\x00" + dumps(call.arguments, sort_keys=True)
+        ctx = (view.context(t.name, call.id, key) if view is not None
+               else RunContext(None, tool_name=t.name, call_id=call.id))
+        result = await self._run_tool(t, call, in_thread, start,
+                                      {getattr(t, "context_param"): ctx})
+        if result.is_error and view is not None:
+            view.failed(key)
+        return result
+
+    async def _run_tool(self, t: Tool, call: ToolCall, in_thread: bool, start: float,
+                        extra: dict[str, Any]) -> ToolResult:
         mark = interrupts.enter()
         try:
-            kwargs = t.validate(call.arguments)
+            kwargs = {**extra, **t.validate(call.arguments)}
             if t.is_async():
                 import asyncio  # loaded by then; kept out of `import tao`
 

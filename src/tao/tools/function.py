@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .base import Tool
+from .context import context_parameter
 
 #: the guardrails' marks a tool may carry (``tao.guard``); see ``Tool``
 _MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret", "side_effects",
@@ -35,6 +36,8 @@ class FunctionTool(Tool):
         self._description = description
         self.timeout = timeout
         self._args_model: Any = None
+        #: the first parameter's name when it takes the run's ``tao.RunContext`` (not in the schema)
+        self.context_param = context_parameter(fn)
         self._is_async = inspect.iscoroutinefunction(fn)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
@@ -75,15 +78,28 @@ def _model_from_signature(fn: Callable[..., Any], name: str, doc: str) -> Any:
     from pydantic import ConfigDict, Field, create_model
 
     param_docs = {p.arg_name: p.description for p in parse(doc).params}
-    hints = get_type_hints(fn)
+    skip = context_parameter(fn)  # the run's context: the tool's, never the model's
+    hints = get_type_hints(fn) if skip is None else {k: v for k, v in _hints(fn).items() if k != skip}
     fields: dict[str, Any] = {}
     for pname, param in inspect.signature(fn).parameters.items():
+        if pname == skip:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"@tool {name}: *args/**kwargs cannot be described to a model")
         annotation = hints.get(pname, Any)
         default = ... if param.default is param.empty else param.default
         fields[pname] = (annotation, Field(default, description=param_docs.get(pname)))
     return create_model(f"{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Type hints, where ``RunContext`` (written as a string) need not resolve in the tool's
+    module: it is left out of the schema anyway."""
+    from typing import get_type_hints
+
+    from .context import RunContext
+
+    return get_type_hints(fn, localns={"RunContext": RunContext})
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
@@ -103,6 +119,8 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
 
     ``requires_approval=True`` (or ``=lambda args: "rm" in args["command"]``), ``high_risk``,
     ``untrusted_output`` and ``secret=("password",)`` are the guardrails' marks (see ``Tool``).
+    A first parameter annotated ``tao.RunContext[Deps]`` receives the run's context (its
+    ``deps``, id, usage, retry count) and is not part of the schema.
     """
     if fn is None:
         return lambda f: FunctionTool(f, name, description, timeout, **marks)

@@ -1,0 +1,108 @@
+"""Dependencies for tools (issue 28, point 2): ``agent.run(task, deps=...)`` and ``tao.RunContext``.
+
+A tool whose first parameter is annotated ``RunContext[Deps]`` gets the run's deps, its id, the
+usage so far and how often this same call failed before. The model never sees that parameter,
+and the deps never reach the audit log: only the call's arguments do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from tao import CodeActAgent, ReActAgent, RunContext, ScriptedModel, tool, tool_call
+from tao.plan.agent import PlanExecuteAgent
+
+
+@dataclass
+class Deps:
+    user: str
+    api_key: str
+
+
+seen: list[RunContext[Deps]] = []
+
+
+@tool
+def balance(ctx: RunContext[Deps], currency: str) -> str:
+    """The user's balance.
+
+    Args:
+        currency: e.g. EUR
+    """
+    seen.append(ctx)
+    if currency == "XXX":
+        raise ValueError("unknown currency")
+    return f"{ctx.deps.user} has 12 {currency}"
+
+
+def setup_function():
+    seen.clear()
+
+
+def test_the_context_parameter_is_not_in_the_schema():
+    assert balance.spec.parameters["properties"].keys() == {"currency"}
+    assert balance.signature() == "balance(currency: str)"
+
+
+def test_a_react_tool_gets_the_runs_deps_id_and_usage():
+    agent = ReActAgent(ScriptedModel([tool_call("balance", currency="EUR"), "done"]), [balance])
+    result = agent.run("my balance?", deps=Deps("ann", "sk-secret"))
+    assert result.messages[3].content == "ann has 12 EUR"
+    ctx = seen[0]
+    assert ctx.deps == Deps("ann", "sk-secret") and ctx.tool_name == "balance"
+    assert len(ctx.run_id) == 32 and ctx.usage.total_tokens > 0 and ctx.retry == 0
+
+
+def test_retry_counts_earlier_failures_of_the_same_call():
+    script = [tool_call("balance", currency="XXX"), tool_call("balance", currency="XXX"), "no"]
+    ReActAgent(ScriptedModel(script), [balance]).run("?", deps=Deps("ann", "k"))
+    assert [c.retry for c in seen] == [0, 1]
+
+
+def test_each_run_has_its_own_deps():
+    agent = ReActAgent(ScriptedModel([tool_call("balance", currency="EUR"), "a"] * 2), [balance])
+    agent.run("?", deps=Deps("ann", "k1"))
+    agent.run("?", deps=Deps("bob", "k2"))
+    assert [c.deps.user for c in seen] == ["ann", "bob"]
+    assert seen[0].run_id != seen[1].run_id
+
+
+def test_the_model_cannot_fill_the_context_itself():
+    call = tool_call("balance", currency="EUR", ctx={"deps": "forged"})
+    result = ReActAgent(ScriptedModel([call, "x"]), [balance]).run("?", deps=Deps("ann", "k"))
+    assert "ctx" in result.messages[3].content and not seen
+
+
+def test_deps_never_reach_the_audit_log(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    agent = ReActAgent(ScriptedModel([tool_call("balance", currency="EUR"), "ok"]), [balance],
+                       audit=str(log))
+    agent.run("?", deps=Deps("ann", "sk-live-0123456789"))
+    text = log.read_text()
+    assert "balance" in text and "sk-live-0123456789" not in text and "ann" not in text
+    assert all(json.loads(line) for line in text.splitlines())
+
+
+def test_a_plan_step_gets_the_context():
+    plan = ('{"steps": [{"id": "step1", "description": "look", "tool": "balance", '
+            '"args": {"currency": "EUR"}}], "answer": "$step1"}')
+    result = PlanExecuteAgent(ScriptedModel([plan]), [balance]).run("?", deps=Deps("cy", "k"))
+    assert result.answer == "cy has 12 EUR" and seen[0].deps.user == "cy"
+
+
+def test_codeact_code_calls_the_tool_on_the_host_with_the_context():
+    code = '```python\nfinal_answer(balance("EUR"))\n```'
+    agent = CodeActAgent(ScriptedModel([code]), [balance], helpers=False)
+    result = agent.run("?", deps=Deps("dee", "k"))
+    assert result.answer == "dee has 12 EUR" and seen[0].deps.user == "dee"
+
+
+def test_outside_a_run_the_context_has_no_deps():
+    import asyncio
+
+    from tao import Toolbox
+
+    result = asyncio.run(Toolbox([balance]).execute(tool_call("balance", currency="EUR")))
+    assert result.is_error and "'NoneType' object has no attribute 'user'" in result.content
+    assert seen[0].deps is None and seen[0].run_id == ""
