@@ -106,3 +106,10 @@ def test_outside_a_run_the_context_has_no_deps():
     result = asyncio.run(Toolbox([balance]).execute(tool_call("balance", currency="EUR")))
     assert result.is_error and "'NoneType' object has no attribute 'user'" in result.content
     assert seen[0].deps is None and seen[0].run_id == ""
+
+
+def test_deps_are_in_no_event_a_sink_or_trace_gets():
+    events: list = []
+    agent = ReActAgent(ScriptedModel([tool_call("balance", currency="EUR"), "ok"]), [balance])
+    agent.run("?", sinks=[events.append], deps=Deps("ann", "sk-live-0123456789"))
+    assert seen and not [e for e in events if "sk-live-0123456789" in repr(e)]

@@ -171,3 +171,14 @@ def calculator_specs():
     from tao import Toolbox
 
     return Toolbox([calculator]).specs()
+
+
+def test_a_typed_run_resumed_from_its_journal_gives_the_same_value(tmp_path):
+    journal = str(tmp_path / "runs.db")
+    first = ReActAgent(ScriptedModel(['{"name": "Ann", "age": 3}']), output_type=Person,
+                       journal=journal).run("Ann is 3")
+    from tao.runs import Journal
+
+    run_id = Journal(journal).runs()[0]["run_id"]
+    again = ReActAgent(ScriptedModel([]), output_type=Person, journal=journal).resume(run_id)
+    assert again.status == "done" and again.output == first.output == Person(name="Ann", age=3)
