@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,39 @@ def _own_data_dir(tmp_path_factory, monkeypatch):
     a fresh one, never the real ``~/.local/share/tao``."""
     if "TAO_DATA_DIR" not in os.environ:
         monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+# -- PostgreSQL, for the tests that need one (memory store, sessions) ----------------------------
+
+@pytest.fixture(scope="module")
+def pg_url():
+    """A server of the module's own, in a folder outside pytest's numbered temporary folders
+    (another pytest session on the machine may remove those while this one runs)."""
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="tao-pg-")
+    # As root, pgserver opens every folder above its data and its own install (o+rx) so that its
+    # user can reach them - /root included. Put the modes back: other tests (the subprocess
+    # sandbox's) rely on a home that others cannot read.
+    modes = _ancestor_modes(folder, os.path.dirname(pgserver.__file__))
+    try:
+        server = pgserver.get_server(folder, cleanup_mode="stop")
+        yield server.get_uri()
+        server.cleanup()
+    finally:
+        for path, mode in modes.items():
+            os.chmod(path, mode)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ancestor_modes(*paths: str) -> dict[str, int]:
+    modes = {}
+    for path in paths:
+        path = os.path.abspath(path)
+        while True:
+            modes.setdefault(path, os.stat(path).st_mode & 0o7777)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    return modes

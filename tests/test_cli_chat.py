@@ -198,3 +198,17 @@ def test_chat_usage_errors_before_any_model(monkeypatch, workdir):
     assert res.exit_code == 2 and "missing.py: no such file" in " ".join(res.stderr.replace("│", " ").split())
     assert runner.invoke(cli.app, ["chat", "--agent", "chatty"]).exit_code == 2
     assert specs == []
+
+
+def test_a_named_session_goes_on_in_the_next_chat(monkeypatch, tmp_path):
+    monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path))
+    model = ScriptedModel(["Hello Ann.", echo])
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: model)
+    first = runner.invoke(cli.app, ["chat", "--session", "ann"], input="I am Ann.\n")
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(cli.app, ["chat", "--session", "ann"], input="Who am I?\n")
+    assert second.exit_code == 0, second.output
+    assert "seen: I am Ann. | Hello Ann. | Who am I?" in " ".join(second.stdout.split())
+    from tao import Session
+
+    assert len(Session("ann").messages()) == 4  # both turns, in <data dir>/sessions.db

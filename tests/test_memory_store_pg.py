@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 
 import pytest
@@ -32,40 +30,6 @@ FACTS = [
 QUERIES = ["what does Ana drink?", "绿茶", "截止", "提交代码之前要做什么？", "command failed",
            "where do deploys go first"]
 _tables = (f"mem_{n}" for n in itertools.count())
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    """A server of the module's own, in a folder outside pytest's numbered temporary folders
-    (another pytest session on the machine may remove those while this one runs)."""
-    import pgserver
-
-    folder = tempfile.mkdtemp(prefix="tao-pg-")
-    # As root, pgserver opens every folder above its data and its own install (o+rx) so that its
-    # user can reach them - /root included. Put the modes back: other tests (the subprocess
-    # sandbox's) rely on a home that others cannot read.
-    modes = _ancestor_modes(folder, os.path.dirname(pgserver.__file__))
-    try:
-        server = pgserver.get_server(folder, cleanup_mode="stop")
-        yield server.get_uri()
-        server.cleanup()
-    finally:
-        for path, mode in modes.items():
-            os.chmod(path, mode)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _ancestor_modes(*paths: str) -> dict[str, int]:
-    modes = {}
-    for path in paths:
-        path = os.path.abspath(path)
-        while True:
-            modes.setdefault(path, os.stat(path).st_mode & 0o7777)
-            parent = os.path.dirname(path)
-            if parent == path:
-                break
-            path = parent
-    return modes
 
 
 @pytest.fixture(scope="module")

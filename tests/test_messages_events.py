@@ -131,6 +131,9 @@ EVENTS += [  # Plan-and-Execute (tests/test_plan*.py cover how they are emitted)
     events.Nested("step2", 1, Action(CALL, 1)),
     events.Nested("step2/step1", 2, events.StepFinished("step1", "14")),
 ]
+EVENTS += [  # handoffs (tests/test_handoffs.py covers how it is emitted)
+    events.HandedOff("triage", "analyst", "需要写代码", 1),
+]
 EVENTS += [  # CodeAct (tests/test_codeact.py covers how they are emitted)
     events.CodeExecution("spent = 3 * 12 + 2 * 5\nprint(50 - spent)", 1),
     events.ExecutionFinished("4\n", None, 1, 0.003, observation="4"),

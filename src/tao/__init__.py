@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
-    "RunContext",
+    "RunContext", "Session",
     "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Vote", "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
     "instrument", "uninstrument", "AgentSpec", "build_agent",
@@ -43,6 +43,7 @@ _LAZY = {
     "MemoryStore": "tao.memory",  # numpy and the embedder load with the first store
     "instrument": "tao.tracing",  # OpenTelemetry for every run; the API loads with the first
     "uninstrument": "tao.tracing",
+    "Session": "tao.memory.session",  # a conversation kept across runs (SQLite, PostgreSQL)
     "AgentSpec": "tao.factory",  # the one factory every door builds agents with
     "build_agent": "tao.factory",
 }

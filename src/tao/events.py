@@ -329,3 +329,19 @@ class ExecutionFinished(Event):
 
 
 EVENT_TYPES.update({cls.kind: cls for cls in (CodeExecution, ExecutionFinished)})
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOff(Event):
+    """The agent that spoke so far hands the conversation to another (``handoffs=``): its run
+    ends here, the other's begins (its own ``RunStarted``), and the other's answer ends the run.
+    ``depth``: handoffs so far in this chain (bounded: ``tao.handoffs.MAX_HANDOFFS``)."""
+
+    kind: ClassVar[str] = "handed_off"
+    source: str
+    target: str
+    reason: str = ""
+    depth: int = 1
+
+
+EVENT_TYPES[HandedOff.kind] = HandedOff

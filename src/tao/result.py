@@ -24,6 +24,8 @@ class Result:
     sandbox: str | None = None  # the backend that ran the code (CodeAct), as RunStarted names it
     #: the validated value of the run's ``output_type`` (``tao.output``); None without one
     output: Any = None
+    #: the agent this run handed over to (``handoffs=``); the run's answer is then its
+    handoff: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -41,6 +43,8 @@ class Result:
             d["sandbox"] = self.sandbox
         if self.output is not None:
             d["output"] = _as_json(self.output)
+        if self.handoff:
+            d["handoff"] = self.handoff
         if with_messages:
             d["messages"] = [m.to_dict() for m in self.messages]
         return d
@@ -51,7 +55,7 @@ class Result:
         return cls(d.get("answer"), d["status"], d["turns"], d["tool_calls"],
                    Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0)),
                    d.get("duration_s", 0.0), [Message.from_dict(m) for m in d.get("messages", [])],
-                   d.get("error"), d.get("sandbox"), d.get("output"))
+                   d.get("error"), d.get("sandbox"), d.get("output"), d.get("handoff"))
 
 
 def _as_json(value: Any) -> Any:

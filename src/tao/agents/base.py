@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 from ..events import Event, RunFinished, stamp
-from ..messages import ToolCall
 from ..lang import detect_language  # noqa: F401 - re-exported for the loops
+from ..messages import Message, ToolCall
 from ..result import Result, Status  # noqa: F401 - the loops and users import them from here
+from .options import RunOptions
 
 Sink = Callable[[Event], Any]
 
@@ -135,6 +138,18 @@ def _hider(agent: Any) -> Callable[[Event], Event]:
     return hide
 
 
+async def _kept(events: AsyncIterator[Event], session: Any, task: str) -> AsyncIterator[Event]:
+    """The run's events; then its task and final answer appended to ``session`` (after a
+    handoff, the answer of the agent that ended it)."""
+    result = None
+    async for event in events:
+        if type(event) is RunFinished:
+            result = event.result
+        yield event
+    if result is not None:
+        session.add_turn(task, result.answer)
+
+
 class Agent:
     """Base class: subclasses implement ``loop(task, run_id)``, an async generator of events
     that ends with ``RunFinished``. ``stream`` gives the run its identity (every event stamped
@@ -156,42 +171,73 @@ class Agent:
         self.output = Output.of(output_type)
         self.output_type, self.output_retries = output_type, output_retries
 
-    def run_options(self, run_id: str) -> tuple[Any, Any]:
-        """The run's ``tao.output.Output`` (the one given to this run, else the agent's) and its
-        ``deps``; taken once, by the run's context as it starts."""
+    handoffs: Mapping[str, Any] = MappingProxyType({})  # transfer tool name -> Handoff
+
+    def named(self, name: str | None, handoffs: Iterable[Any] | None) -> None:
+        """The agent's ``name`` (what events and a handoff's tool call it) and its ``handoffs``,
+        whose transfer tools join its toolbox."""
+        if name is not None:
+            if not str(name).strip():
+                raise ValueError("name must not be empty")
+            self.name = str(name)
+        if handoffs:
+            from ..tools.base import Toolbox
+            from .handoffs import TransferTool, as_handoffs
+
+            self.handoffs = as_handoffs(handoffs)
+            clash = [n for n in self.handoffs if n in self.toolbox]
+            if clash:
+                raise ValueError(f"a tool is already called {clash[0]!r}")
+            self.toolbox = Toolbox([*self.toolbox, *map(TransferTool, self.handoffs.values())])
+
+    def run_options(self, run_id: str) -> RunOptions:
+        """What ``stream`` was given for this run; taken once, by the run's context."""
         per_run = self.__dict__.get("_per_run")
-        output, deps = per_run.pop(run_id) if per_run and run_id in per_run else (..., None)
-        return (self.output if output is ... else output), deps
+        found = per_run.pop(run_id, None) if per_run else None
+        return found if found is not None else RunOptions(self.output)
 
     def stream(self, task: str, *, run_id: str | None = None, output_type: Any = ...,
-               deps: Any = None) -> AsyncIterator[Event]:
+               deps: Any = None, history: Iterable[Message] = (), session: Any = None,
+               _depth: int = 0) -> AsyncIterator[Event]:
         """The run of ``task`` as events. ``run_id``: continue that journaled run (what
         ``resume`` does); else a new id. The id is handed to the loop, which hands it to the
         run's context: nothing else carries it. ``output_type``: this run's typed result,
         instead of the agent's (``str`` or None: the text). ``deps``: what the run's tools
-        that take a ``tao.RunContext`` find in its ``.deps`` (never shown to the model)."""
+        that take a ``tao.RunContext`` find in its ``.deps`` (never shown to the model).
+        ``history``: messages before the task (what a handoff passes on). ``session``: a
+        ``tao.Session`` - the run starts from its conversation and is appended to it."""
         import uuid
 
         from .. import tracing  # no OpenTelemetry until a traced run starts
 
         rid = run_id or uuid.uuid4().hex
-        if output_type is not ... or deps is not None:
+        if session is not None:
+            history = [*session.messages(), *history]
+        options = RunOptions(self.output, deps, tuple(history), _depth, output_type)
+        if output_type is not ...:
             from ..output import Output
 
-            output = output_type if output_type is ... else Output.of(output_type)
-            self.__dict__.setdefault("_per_run", {})[rid] = (output, deps)
+            options = replace(options, output=Output.of(output_type))
+        if options != RunOptions(self.output):
+            self.__dict__.setdefault("_per_run", {})[rid] = options
         events = _numbered(self.loop(task, rid), rid, _hider(self))
-        return tracing.traced(events) if tracing.enabled() else events
+        events = tracing.traced(events) if tracing.enabled() else events
+        if self.handoffs:
+            from .handoffs import continued
+
+            events = continued(self, task, rid, events, options)
+        return events if session is None else _kept(events, session, task)
 
     def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     async def arun(self, task: str, sinks: Iterable[Sink] = (), *,
                    run_id: str | None = None, output_type: Any = ...,
-                   deps: Any = None) -> Result:
+                   deps: Any = None, session: Any = None) -> Result:
         sinks = list(sinks)
         result = None
-        async for event in self.stream(task, run_id=run_id, output_type=output_type, deps=deps):
+        async for event in self.stream(task, run_id=run_id, output_type=output_type, deps=deps,
+                                       session=session):
             for sink in sinks:
                 sink(event)
             if type(event) is RunFinished:
@@ -201,7 +247,7 @@ class Agent:
         return result
 
     def run(self, task: str, sinks: Iterable[Sink] = (), *, run_id: str | None = None,
-            output_type: Any = ..., deps: Any = None) -> Result:
+            output_type: Any = ..., deps: Any = None, session: Any = None) -> Result:
         """Blocking facade. Works inside a running event loop too (Jupyter) by using a thread.
         ``run_id``: continue that journaled run (what ``resume`` does)."""
         import asyncio  # here, not at import: `import tao` stays cheap
@@ -210,13 +256,14 @@ class Agent:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.arun(task, sinks, run_id=run_id, output_type=output_type,
-                                         deps=deps))
+                                         deps=deps, session=session))
         box: list[Any] = []
 
         def target() -> None:
             try:
                 box.append(asyncio.run(self.arun(task, sinks, run_id=run_id,
-                                                 output_type=output_type, deps=deps)))
+                                                 output_type=output_type, deps=deps,
+                                                 session=session)))
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread below
                 box.append(e)
 

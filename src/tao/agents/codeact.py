@@ -57,7 +57,7 @@ class CodeActAgent(Agent):
                  sandbox: Any = None, max_turns: int = 10, system_prompt: str | None = None,
                  language: str | None = None, helpers: bool = True, timeout: float | None = None,
                  memory: Any = None, output_type: Any = None, output_retries: int = 1,
-                 **guard: Any):
+                 name: str | None = None, handoffs: Iterable[Any] | None = None, **guard: Any):
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
@@ -79,6 +79,7 @@ class CodeActAgent(Agent):
         self.timeout = timeout
         self.guard = make_guard(guard, type(self))
         self.typed(output_type, output_retries)
+        self.named(name, handoffs)
 
     def prompt(self, lang: str) -> str:
         """The system prompt: the callable functions with their signatures and docstrings."""
@@ -161,6 +162,9 @@ class CodeActAgent(Agent):
                     yield FinalAnswer(answer, turn)
                     break
                 messages.append(Message.user(blocks.observation(reply)))
+                if run.ended:  # the code handed over: the target's answer ends the run
+                    status = "done"
+                    break
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from ..events import Action, Event, ModelRetry, Observation, RunFinished, TokenDelta
 from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
+from ..output import OUTPUT_RETRIES, Output, OutputError
 from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
 from ..tools.context import RunView
-from ..output import OUTPUT_RETRIES, Output, OutputError
 from .streak import Streak, call_key
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
@@ -35,11 +35,12 @@ class LoopContext:
         self.agent_model: Model = agent.model
         self.guard: Run = agent.guard.start(task, agent.name, agent.model.name, lang, toolbox,
                                             run_id)
-        self.memory: MemoryRun = agent.memory.start(task, lang)  # recalled, history, fitting
+        options = agent.run_options(run_id)  # output_type, deps, history, handoff depth
+        self.agent, self.run_id, self.deps, self.depth = agent, run_id, options.deps, options.depth
+        self.memory: MemoryRun = agent.memory.start(task, lang, options.history)
         self.model: Model = self.guard.wrap(self.memory.wrap(agent.model))
         self.toolbox = toolbox
         self.usage = Usage()
-        output, self.deps = agent.run_options(run_id)
         #: the run as its tools see it (``tao.RunContext``: deps, id, usage, retries)
         self.view = RunView(self.deps, run_id, self.usage)
         self.door: Toolbox = toolbox.bind(self.guard).with_run(self.view)
@@ -48,7 +49,9 @@ class LoopContext:
         self.streak = Streak(lang)  # the same failing action again: told, then stopped
         self.lang = lang
         #: the run's typed result (``tao.output``): its schema, and what validated
-        self.output: Output | None = output
+        self.output: Output | None = options.output
+        #: the handoff the model asked for (``tao.agents.handoffs``) and its reason
+        self.handoff: tuple[Any, str] | None = None
         self.retries_left: int = getattr(agent, "output_retries", OUTPUT_RETRIES)
         self.value: Any = None
 
@@ -84,11 +87,34 @@ class LoopContext:
             yield Action(self.guard.shown(call), turn)
         self.results = results = await self.door.execute_all(calls)
         for i, (call, res) in enumerate(zip(calls, results)):
+            if self.agent.handoffs:
+                res = results[i] = self.noticed(call, res)
             if not res.is_error:
                 streak.count = 0
             elif note := streak.settle(call_key(call.name, call.arguments), True,
                                        streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run is over though its loop did not end it: a handoff was made (the
+        loop stops after the turn; its result names the target)."""
+        return self.handoff is not None
+
+    def noticed(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """A handoff's transfer call is taken (the first of the run), or refused once the
+        chain has made ``MAX_HANDOFFS``."""
+        from .handoffs import MAX_HANDOFFS
+
+        handoff = self.agent.handoffs.get(call.name)
+        if handoff is None or result.is_error:
+            return result
+        if self.depth >= MAX_HANDOFFS:
+            return ToolResult(f"Error: {MAX_HANDOFFS} handoffs were made already; answer the "
+                              "user yourself.", True, retryable=False)
+        if self.handoff is None:
+            self.handoff = (handoff, str(call.arguments.get("reason", "")))
+        return result
 
     def output_note(self) -> str:
         """What the system prompt adds for a typed result ("" without one)."""
@@ -115,7 +141,8 @@ class LoopContext:
         """The tool door as model-written code reaches it (CodeAct's sandbox bridge): each
         call the code makes is an ``Action`` and an ``Observation`` of this run, as a call of
         a ReAct turn is, so sinks show it and tracing gives it a span."""
-        return Reported(self.door, self.guard.emit)
+        return Reported(self.door, self.guard.emit,
+                        self.noticed if self.agent.handoffs else None)
 
     async def finish(self, answer: str | None, status: Status, turns: int, actions: int,
                      messages: list[Message], error: str | None = None,
@@ -125,6 +152,11 @@ class LoopContext:
         result = Result(answer, status, turns, actions, self.usage,
                         time.perf_counter() - self.started, messages, error, sandbox,
                         self.value if status == "done" else None)
+        if self.handoff is not None and status == "done":  # the target runs next (stream)
+            handoff, reason = self.handoff
+            result.handoff = handoff.agent.name
+            self.agent.__dict__.setdefault("_handed", {})[self.run_id] = (handoff, reason,
+                                                                          messages)
         return RunFinished(self.guard.finish(await self.memory.finish(result, self.agent_model)))
 
 
@@ -133,14 +165,17 @@ class Reported(Toolbox):
     outbox, pumped while the code runs). ``turn`` is the turn the calls belong to. A call is
     shown as it runs (after its approval, edits applied); a refused one with its refusal."""
 
-    def __init__(self, door: Toolbox, emit: Callable[[Event], None]):
+    def __init__(self, door: Toolbox, emit: Callable[[Event], None],
+                 noticed: Callable[[ToolCall, ToolResult], ToolResult] | None = None):
         self.__dict__.update(door.__dict__)  # the same tools, behind the same run
-        self.emit, self.turn = emit, 0
+        self.emit, self.turn, self.noticed = emit, 0, noticed
         self._shown: set[str] = set()
 
     async def execute(self, call: ToolCall, *, in_thread: bool = False,
                       run: ToolDoor | None = None) -> ToolResult:
         result = await super().execute(call, in_thread=in_thread, run=run)
+        if self.noticed is not None:  # a handoff the code asked for
+            result = self.noticed(call, result)
         if call.id not in self._shown:  # refused before it ran
             self.emit(Action(call, self.turn))
         self._shown.discard(call.id)

@@ -41,7 +41,7 @@ class ReActAgent(Agent):
                  protocol: Literal["tools", "text", "json"] = "tools", max_turns: int = 10,
                  system_prompt: str | None = None, language: str | None = None,
                  memory: Any = None, output_type: Any = None, output_retries: int = 1,
-                 **guard: Any):
+                 name: str | None = None, handoffs: Iterable[Any] | None = None, **guard: Any):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be 'tools', 'text' or 'json', not {protocol!r}")
         if max_turns < 1:
@@ -57,6 +57,7 @@ class ReActAgent(Agent):
         self.typed(output_type, output_retries)
         if protocol != "tools":
             self.name = f"react-{protocol}"
+        self.named(name, handoffs)
 
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         lang = self.language or detect_language(task)
@@ -100,6 +101,9 @@ class ReActAgent(Agent):
                     res = seen.nudged(call, res)  # the same call again: small models loop here
                     messages.append(proto.observation(call, res, lang))
                     yield Observation(call.id, call.name, res.content, res.is_error, turn, res.duration_s)
+                if run.ended:  # handed over: the target's answer ends the run
+                    status = "done"
+                    break
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)

@@ -78,7 +78,7 @@ class ChatSession:
     def __init__(self, model: Any, model_spec: str, *, agent: str = "react", tools: Any = None,
                  max_turns: int = 10, timeout: float = DEFAULT_TIMEOUT_S, console: Any = None,
                  language: str | None = None, guard: dict[str, Any] | None = None,
-                 memory: Any = None, user: str | None = None):
+                 memory: Any = None, user: str | None = None, session: Any = None):
         from rich.console import Console
 
         self.model, self.model_spec = model, model_spec
@@ -86,7 +86,9 @@ class ChatSession:
         self.max_turns, self.timeout = max_turns, timeout
         self.console = console if console is not None else Console()
         self.language = language or locale_language()
-        self.history: list[Any] = []
+        #: the conversation: a ``tao.Session`` (``--session NAME`` continues one), read once
+        self.session = session
+        self.history: list[Any] = session.messages() if session is not None else []
         self.guard = guard or {}  # the guardrails of every answer (budgets count per answer)
         #: how the session was started, as its journal (``--journal``) records it with each run
         self._started = dict(getattr(self.guard.get("journal"), "meta", None) or {})
@@ -128,6 +130,8 @@ class ChatSession:
             self.say(t["help"].format(agents=", ".join(AGENTS)))
         elif name == "/reset":
             self.history.clear()
+            if self.session is not None:
+                self.session.clear()
             self.say(t["reset"], "bold")
         elif name in ("/memory", "/forget"):
             self.memories(name, arg)
@@ -200,6 +204,8 @@ class ChatSession:
                 sink.close()
         if result.answer is not None:
             self.history += [Message.user(question), Message.assistant(result.answer)]
+            if self.session is not None:
+                self.session.add_turn(question, result.answer)
         return result
 
     def loop(self, read: Any = input) -> None:
@@ -281,6 +287,9 @@ def chat_command(
     user: Annotated[str | None, typer.Option(
         "--user", help="Whose memories these are (default: your login name).")] = None,
     journal: JournalOpt = None,
+    session_id: Annotated[str | None, typer.Option(
+        "--session", metavar="NAME", help="Keep the conversation as this tao.Session (in "
+        "<data dir>/sessions.db): the next tao chat --session NAME goes on from it.")] = None,
     resume_run: Annotated[str | None, typer.Option(
         "--resume-run", hidden=True, metavar="RUN_ID",
         help="(tao resume) Answer this journaled run again, with its conversation, and leave.",
@@ -311,9 +320,13 @@ def chat_command(
 
     from ..memory.inject import open_store
 
+    from ..memory.session import Session
+
+    kept = Session(session_id) if session_id and row is None else None
     session = ChatSession(chosen, s.model, agent=s.agent, tools=with_mcp(s.tools, servers),
                           max_turns=s.max_turns, timeout=s.timeout, guard=guard,
-                          memory=open_store() if memory else None, user=user or getpass.getuser())
+                          memory=open_store() if memory else None, user=user or getpass.getuser(),
+                          session=kept)
     if row is not None:
         try:
             raise typer.Exit(_answer_again(session, row))

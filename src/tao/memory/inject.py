@@ -146,17 +146,19 @@ class Memory:
             held = self._counters[id(model)] = (model, Counter(model))
         return held[1]
 
-    def start(self, task: str, lang: str) -> MemoryRun:
+    def start(self, task: str, lang: str, history: Sequence[Message] = ()) -> MemoryRun:
+        """One run's memory; ``history``: this run's conversation before its task (a session's,
+        or the one a handoff passes on), after the memory's own."""
         self.lang = "zh" if lang == "zh" else "en"  # what the remember tool answers in
-        return MemoryRun(self, task, self.lang)
+        return MemoryRun(self, task, self.lang, history)
 
 
 class MemoryRun:
     """One run's memory: what was recalled, the wrapped model, the end-of-run extraction."""
 
-    def __init__(self, memory: Memory, task: str, lang: str):
+    def __init__(self, memory: Memory, task: str, lang: str, history: Sequence[Message] = ()):
         self.memory, self.task, self.lang = memory, task, lang
-        self.history: list[Message] = memory.history
+        self.history: list[Message] = [*memory.history, *history] if history else memory.history
         notes = memory.recalled(task)
         self.note = prompts.render(prompts.table("memory")[lang]["recalled"], memories=notes) \
             if notes else ""

@@ -57,6 +57,7 @@ class _Run:
     guard: Any  # the run's tao.guard Run
     remote: Any = None  # executor="ray": the RayTools that run the tool calls
     tools: Any = None  # the agent's toolbox in this run (``Toolbox.with_run``)
+    context: Any = None  # the run's ``LoopContext``
     steps: dict[str, Step] = field(default_factory=dict)  # every step of every plan
     results: dict[str, Any] = field(default_factory=dict)  # values of the finished steps
     done: list[Outcome] = field(default_factory=list)
@@ -98,7 +99,8 @@ class PlanExecuteAgent(Agent):
                  retry_backoff: float = 0.5, stream_plan: bool = False,
                  language: str | None = None, system_prompt: str | None = None,
                  ray_options: dict[str, Any] | None = None, memory: Any = None,
-                 output_type: Any = None, output_retries: int = 1, **guard: Any):
+                 output_type: Any = None, output_retries: int = 1, name: str | None = None,
+                 handoffs: Iterable[Any] | None = None, **guard: Any):
         if executor not in ("async", "ray"):
             raise ValueError(f"executor={executor!r} is not available; use 'async' or 'ray'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
@@ -129,6 +131,7 @@ class PlanExecuteAgent(Agent):
         self.system_prompt = system_prompt
         self.guard = make_guard(guard, type(self))
         self.typed(output_type, output_retries)
+        self.named(name, handoffs)
 
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -153,6 +156,7 @@ class PlanExecuteAgent(Agent):
         run = _Run(task, lang, emit, Tally(), _pool(self.concurrency), guard)
         # the steps' tools see the run (tao.RunContext): its deps, id and the usage so far
         run.tools = self.toolbox.with_run(RunView(context.deps, run_id, run.tally.usage))
+        run.context = context
         if self.executor == "ray":
             from .ray_executor import RayTools
 
@@ -175,6 +179,8 @@ class PlanExecuteAgent(Agent):
                     run.steps.update((s.id, s) for s in plan.steps)
                     outcomes = await executor.run(plan.steps, run.results)
                 run.done += [o for o in outcomes.values() if o.status == "done"]
+                if context.ended:  # a step handed over: the target answers
+                    break
                 troubles = [o for o in outcomes.values() if o.status != "done"]
                 if not troubles:
                     break
@@ -189,13 +195,14 @@ class PlanExecuteAgent(Agent):
                 outcomes = None
                 if plan.answer is not None:
                     template = plan.answer
-            answer = _templated(context, template, run.results)
-            if answer is None:  # no template, or its value is not the type asked for
+            answer = None if context.ended else _templated(context, template, run.results)
+            if answer is None and not context.ended:  # no template, or not of the type asked
                 answer = await planner.synthesize(task, run.done, context.output, lang)
                 while (fix := context.checked(answer)) is not None:
                     answer = await planner.answer_again(fix, context.output)
             status = "done"
-            emit(FinalAnswer(answer, run.tally.turns))
+            if answer is not None:
+                emit(FinalAnswer(answer, run.tally.turns))
         except Exception as e:  # noqa: BLE001 - the run ends with status "error", history kept
             error = str(e) if isinstance(e, PlanFailed) else f"{type(e).__name__}: {e}"
             emit(Error(error, run.tally.turns))
@@ -266,6 +273,8 @@ class PlanExecuteAgent(Agent):
             loop = asyncio.get_running_loop()
             step_call = loop.run_in_executor(run.pool, _execute_sync, run.tools, call, door)
             res = await (door.meter.within(step_call) if door is not None else step_call)
+        if self.handoffs:  # a step that hands over ends the plan after this round
+            res = run.context.noticed(call, res)
         return Attempt(not res.is_error, res.content, res.value, retry=res.retryable)
 
     async def _run_agent_step(self, run: _Run, step: Step, instruction: str) -> Attempt:

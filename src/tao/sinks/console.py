@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..lang import detect_language
 from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution, Error, Event,
                       ExecutionFinished, FinalAnswer, ModelRetry, Observation, RunFinished,
-                      RunStarted, Thought, TokenDelta, TurnStarted)
+                      RunStarted, Thought, TokenDelta, TurnStarted, HandedOff)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,6 +29,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "rejected": "已拒绝", "edited": "已修改参数：",
         "summary": "{status}：{turns} 轮，{calls} 次{calls_word}{tokens}，{seconds:.2f} 秒",
         "tokens": "，tokens {p}+{c}",
+        "handed": "{source} 把对话交给 {target}", "handed_done": "已转交 {target}",
     },
     "en": {
         "task": "Task: ", "turn": "Turn {n}",
@@ -37,6 +38,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "rejected": "rejected", "edited": "edited, runs with: ",
         "summary": "{status}: {turns} {turns_word}, {calls} {calls_word}{tokens}, {seconds:.2f} s",
         "tokens": ", tokens {p}+{c}",
+        "handed": "{source} hands the conversation to {target}", "handed_done": "handed to {target}",
     },
 }
 _STATUS_STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
@@ -207,6 +209,12 @@ class ConsoleSink:
         else:
             self._line(("Error: ", "bold red"), (e.message, "red"))
 
+    def _handed_off(self, e: HandedOff) -> None:
+        why = f" ({e.reason})" if e.reason else ""
+        self._line(("→ ", "bold magenta"),
+                   (self._texts["handed"].format(source=e.source, target=e.target), "magenta"),
+                   (why, "dim"))
+
     def _run_finished(self, e: RunFinished) -> None:
         r, t = e.result, self._texts
         tokens = ""
@@ -214,7 +222,8 @@ class ConsoleSink:
             tokens = t["tokens"].format(p=f"{r.usage.mark}{r.usage.prompt_tokens}",
                                         c=r.usage.completion_tokens)
         line = t["summary"].format(
-            status=t.get(r.status, r.status), turns=r.turns, calls=r.tool_calls, tokens=tokens,
+            status=t["handed_done"].format(target=r.handoff) if r.handoff else
+            t.get(r.status, r.status), turns=r.turns, calls=r.tool_calls, tokens=tokens,
             seconds=r.duration_s, turns_word="turn" if r.turns == 1 else "turns",
             calls_word=self._calls_word(r.tool_calls),
         )
@@ -231,4 +240,5 @@ class ConsoleSink:
         Observation: _observation, FinalAnswer: _final_answer, Error: _error,
         RunFinished: _run_finished, CodeExecution: _code, ExecutionFinished: _execution,
         ApprovalRequested: _approval_requested, ApprovalDecided: _approval_decided,
+        HandedOff: _handed_off,
     }
