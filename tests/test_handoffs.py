@@ -122,3 +122,12 @@ def test_names_must_differ_and_not_be_empty():
         ReActAgent(ScriptedModel([]), handoffs=[a1, a2])
     with pytest.raises(ValueError, match="name"):
         ReActAgent(ScriptedModel([]), name=" ")
+
+
+def test_the_whole_chain_is_one_run_to_whoever_watches():
+    analyst = ReActAgent(ScriptedModel(["42"]), name="analyst")
+    triage = ReActAgent(ScriptedModel([transfer("analyst")]), name="triage", handoffs=[analyst])
+    events: list = []
+    triage.run("?", sinks=[events.append])
+    assert len({e.run_id for e in events}) == 1  # the web page and a trace follow one id
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))

@@ -113,10 +113,14 @@ async def continued(agent: Any, task: str, run_id: str, events: AsyncIterator[Ev
     handoff, reason, messages = handed
     depth = options.depth + 1
     target = handoff.agent
-    yield stamp(HandedOff(agent.name, target.name, reason, depth), run_id, last + 1, _now())
+    last += 1
+    yield stamp(HandedOff(agent.name, target.name, reason, depth), run_id, last, _now())
+    # one run to whoever watches: the target's events go on in this run's numbering (the web
+    # page and a trace dedupe and resume by it); its own journal keeps its own id
     async for event in target.stream(task, output_type=options.output_type, deps=options.deps,
                                      history=handoff.history(messages), _depth=depth):
-        yield event
+        last += 1
+        yield stamp(event, run_id, last, event.ts or _now())
 
 
 def _now() -> float:

@@ -190,7 +190,12 @@ export class RunView {
         if (card) markDecided(card, ev);
         return this.entry("kind.approval_decided", this.text(`${ev.tool}: ${ev.verdict}${ev.reason ? " — " + ev.reason : ""}`));
       }
+      case "handed_off":  // another agent speaks from here on (its own run_started follows)
+        return this.entry("kind.handed_off", this.text(`${ev.source} → ${ev.target}${ev.reason ? " — " + ev.reason : ""}`));
       case "run_finished": {
+        if (ev.result && ev.result.handoff) {  // this agent's part ends; the run goes on
+          return this.entry("kind.run_finished", this.text(`→ ${ev.result.handoff}`));
+        }
         this.result = ev.result || {};
         stats(this.statsBox, this.result);
         this.finish(this.result.status);
