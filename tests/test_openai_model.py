@@ -685,3 +685,30 @@ async def test_a_server_that_answers_whole_instead_of_streaming_is_read_and_said
         ("calculator", {"operation": "add", "a": 15, "b": 27})]
     assert (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.estimated) == (30, 9, False)
     assert r.finish_reason == "tool_calls" and model.limits() == "answers whole, not streamed"
+
+
+# -- typed results over the wire (issue 28) -------------------------------------------------
+def test_a_typed_result_asks_the_endpoint_for_its_schema_and_steps_down_when_refused(
+        server, make_model):
+    """``output_type=`` sends the type's JSON schema as ``response_format`` beside the tools;
+    an endpoint that refuses it is asked in JSON mode (a Retrying says so), and the answer is
+    validated all the same."""
+    from pydantic import BaseModel
+
+    from tao.events import ModelRetry
+
+    class City(BaseModel):
+        name: str
+        population: int
+
+    server.push(Error(400, "This response_format type is unavailable now"),
+                Reply('{"name": "Lyon", "population": 522000}'))
+    events: list = []
+    result = ReActAgent(make_model(), tools=[calculator], output_type=City).run(
+        "The biggest city of the Rhône?", sinks=[events.append])
+    assert result.output == City(name="Lyon", population=522000)
+    first, second = server.bodies
+    assert first["response_format"]["type"] == "json_schema"
+    assert first["response_format"]["json_schema"]["schema"]["required"] == ["name", "population"]
+    assert first["tools"] and second["response_format"] == {"type": "json_object"}
+    assert [e for e in events if type(e) is ModelRetry]
