@@ -113,3 +113,24 @@ def test_deps_are_in_no_event_a_sink_or_trace_gets():
     agent = ReActAgent(ScriptedModel([tool_call("balance", currency="EUR"), "ok"]), [balance])
     agent.run("?", sinks=[events.append], deps=Deps("ann", "sk-live-0123456789"))
     assert seen and not [e for e in events if "sk-live-0123456789" in repr(e)]
+
+
+def test_deps_with_their_own_equality_are_passed_as_they_are():
+    class Strict:
+        def __eq__(self, other):
+            raise ValueError("no comparing")
+
+    deps = Strict()
+    agent = ReActAgent(ScriptedModel([tool_call("balance", currency="EUR"), "ok"]), [balance])
+    agent.run("?", deps=deps)
+    assert seen[0].deps is deps
+
+
+def test_a_run_context_that_is_not_the_first_parameter_is_an_error():
+    import pytest
+
+    with pytest.raises(TypeError, match="must come first"):
+        @tool
+        def late(key: str, ctx: RunContext[Deps]) -> str:
+            """Late."""
+            return key

@@ -131,3 +131,47 @@ def test_the_whole_chain_is_one_run_to_whoever_watches():
     triage.run("?", sinks=[events.append])
     assert len({e.run_id for e in events}) == 1  # the web page and a trace follow one id
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_resumed_chain_does_not_run_the_targets_side_effects_again(tmp_path):
+    from tao import tool
+
+    sent: list = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email.
+
+        Args:
+            to: the address
+        """
+        sent.append(to)
+        return "sent"
+
+    journal = str(tmp_path / "runs.db")
+
+    def build():
+        mailer = ReActAgent(ScriptedModel([tool_call("send_email", to="a@b.c"), "done"]),
+                            [send_email], name="mailer", journal=journal)
+        return ReActAgent(ScriptedModel([transfer("mailer")]), name="triage",
+                          handoffs=[mailer], journal=journal)
+
+    build().run("mail a@b.c")
+    from tao.runs import Journal
+
+    triage_id = next(r["run_id"] for r in Journal(journal).runs() if "." not in r["run_id"])
+    again = build().resume(triage_id)
+    assert again.answer == "done" and sent == ["a@b.c"]
+
+
+def test_the_session_reaches_the_target(tmp_path):
+    from tao import Session
+    from tao.messages import Message
+
+    session = Session("s", path=tmp_path / "s.db")
+    session.add([Message.user("My name is Ann."), Message.assistant("Hi Ann.")])
+    helper = ReActAgent(ScriptedModel(["Ann"]), name="helper")
+    triage = ReActAgent(ScriptedModel([transfer("helper")]), name="triage", handoffs=[helper])
+    triage.run("What is my name?", session=session)
+    assert "My name is Ann." in [m.content for m in helper.model.calls[0]]
+    assert [m.content for m in session.messages()][-2:] == ["What is my name?", "Ann"]

@@ -113,3 +113,10 @@ def test_codeact_that_fixes_its_block_is_not_stopped():
                                                     "1.0"]
     result = CodeActAgent(ScriptedModel(script)).run("1/1?")
     assert result.status == "done" and result.answer == "1.0"
+
+
+def test_a_working_call_beside_the_failing_one_does_not_hide_the_loop():
+    ran: list = []
+    turn = [tool_call("calculate", expression="3*x + 17 = 80"), tool_call("calculate", expression="1 + 1")]
+    result = ReActAgent(ScriptedModel([turn] * 6 + ["21"]), tools=[solver(ran)]).run("x?")
+    assert result.status == "budget" and ran.count("3*x + 17 = 80") == 2

@@ -182,3 +182,14 @@ def test_a_typed_run_resumed_from_its_journal_gives_the_same_value(tmp_path):
     run_id = Journal(journal).runs()[0]["run_id"]
     again = ReActAgent(ScriptedModel([]), output_type=Person, journal=journal).resume(run_id)
     assert again.status == "done" and again.output == first.output == Person(name="Ann", age=3)
+
+
+@pytest.mark.parametrize(("reply", "value"), [("negative", "negative"), ("no", "no"),
+                                              ("neutral.", "neutral")])
+def test_a_bare_word_is_a_literal(reply, value):
+    kind = Literal["positive", "negative", "neutral", "yes", "no"]
+    assert ReActAgent(ScriptedModel([reply]), output_type=kind).run("?").output == value
+
+
+def test_a_number_with_a_full_stop_is_a_number():
+    assert ReActAgent(ScriptedModel(["21。"]), output_type=int).run("?").output == 21

@@ -76,12 +76,11 @@ class Output:
                 return self.adapter.validate_json(candidate)
             except ValidationError as e:
                 last = e
-        if last is None:  # no JSON anywhere: a bare word may still be a Literal or a number
-            try:
-                return self.adapter.validate_python(text.strip())
-            except ValidationError as e:
-                raise OutputError(_words(e, "the answer is not JSON")) from None
-        raise OutputError(_words(last, "")) from None
+        try:  # not JSON: a bare word may still be a Literal, an Enum's value or a number
+            return self.adapter.validate_python(text.strip().rstrip("。.!！").strip())
+        except ValidationError as e:
+            raise OutputError(_words(last or e, "" if last else "the answer is not JSON")) \
+                from None
 
     def validate(self, value: Any) -> Any:
         """A Python value (CodeAct's ``final_answer(obj)``, a plan step's result) as the type."""

@@ -141,13 +141,10 @@ def _hider(agent: Any) -> Callable[[Event], Event]:
 async def _kept(events: AsyncIterator[Event], session: Any, task: str) -> AsyncIterator[Event]:
     """The run's events; then its task and final answer appended to ``session`` (after a
     handoff, the answer of the agent that ended it)."""
-    result = None
-    async for event in events:
-        if type(event) is RunFinished:
-            result = event.result
+    async for event in events:  # kept before the last RunFinished goes out: a consumer may stop there
+        if type(event) is RunFinished and not event.result.handoff:
+            session.add_turn(task, event.result.answer)
         yield event
-    if result is not None:
-        session.add_turn(task, result.answer)
 
 
 class Agent:
@@ -218,7 +215,7 @@ class Agent:
             from ..output import Output
 
             options = replace(options, output=Output.of(output_type))
-        if options != RunOptions(self.output):
+        if deps is not None or options.history or _depth or output_type is not ...:
             self.__dict__.setdefault("_per_run", {})[rid] = options
         events = _numbered(self.loop(task, rid), rid, _hider(self))
         events = tracing.traced(events) if tracing.enabled() else events

@@ -90,7 +90,8 @@ class LoopContext:
             if self.agent.handoffs:
                 res = results[i] = self.noticed(call, res)
             if not res.is_error:
-                streak.count = 0
+                if streak.count and call_key(call.name, call.arguments) == streak.key:
+                    streak.count = 0  # the streak's own call worked this time
             elif note := streak.settle(call_key(call.name, call.arguments), True,
                                        streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)

@@ -116,9 +116,12 @@ async def continued(agent: Any, task: str, run_id: str, events: AsyncIterator[Ev
     last += 1
     yield stamp(HandedOff(agent.name, target.name, reason, depth), run_id, last, _now())
     # one run to whoever watches: the target's events go on in this run's numbering (the web
-    # page and a trace dedupe and resume by it); its own journal keeps its own id
+    # page and a trace dedupe and resume by it); its journal keeps an id of its own, made from
+    # this run's, so a resumed chain resumes the target too (its side effects not done twice);
+    # the session's history (options.history) goes before what this agent said
     async for event in target.stream(task, output_type=options.output_type, deps=options.deps,
-                                     history=handoff.history(messages), _depth=depth):
+                                     history=[*options.history, *handoff.history(messages)],
+                                     run_id=f"{run_id}.h{depth}", _depth=depth):
         last += 1
         yield stamp(event, run_id, last, event.ts or _now())
 

@@ -152,6 +152,7 @@ class Journal:
             "WHERE run_id LIKE ? ESCAPE '\\'", (_like(run_id) + "%",)).fetchall())
         if not rows:
             raise JournalError(f"no run {run_id!r} in the journal {self.path}")
+        rows = [r for r in rows if r[0] == run_id] or rows  # a whole id is that run's
         if len(rows) > 1:
             raise JournalError(f"{run_id!r} is the start of {len(rows)} runs' ids in {self.path}; "
                                "give more of it")

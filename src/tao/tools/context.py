@@ -66,9 +66,14 @@ def context_parameter(fn: Any) -> str | None:
         return None
     if not params:
         return None
-    ann = params[0].annotation
+    found = [p.name for p in params if _is_context(p.annotation)]
+    if found and found[0] != params[0].name:
+        raise TypeError(f"{getattr(fn, '__name__', fn)}: the RunContext parameter "
+                        f"{found[0]!r} must come first")
+    return found[0] if found else None
+
+
+def _is_context(ann: Any) -> bool:
     if ann is RunContext or get_origin(ann) is RunContext:
-        return params[0].name
-    if isinstance(ann, str) and _NAMED.match(ann.strip("'\"")):
-        return params[0].name
-    return None
+        return True
+    return isinstance(ann, str) and bool(_NAMED.match(ann.strip("'\"")))
