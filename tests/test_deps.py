@@ -134,3 +134,57 @@ def test_a_run_context_that_is_not_the_first_parameter_is_an_error():
         def late(key: str, ctx: RunContext[Deps]) -> str:
             """Late."""
             return key
+
+
+@tool(side_effects=False)
+def whoami(ctx: RunContext[Deps]) -> str:
+    """Who the user is."""
+    return f"user={ctx.deps.user if ctx.deps else None}"
+
+
+def tool_results(model):
+    """What the model read back from its tools in its last call."""
+    return [m.content for m in model.calls[-1] if m.role == "tool"]
+
+
+def test_deps_reach_the_agents_a_run_hands_work_to():
+    from tao import Reflexion, Vote
+    from tao.plan.agent_tool import agent_as_tool
+
+    def asker():
+        return ReActAgent(ScriptedModel([tool_call("whoami"), "done"]), [whoami], name="asker")
+
+    deps = Deps("ann", "k")
+    # an agent used as a tool
+    sub = asker()
+    ReActAgent(ScriptedModel([tool_call("ask", task="who?"), "ok"]),
+               [agent_as_tool(sub, "ask", "Asks")]).run("?", deps=deps)
+    assert tool_results(sub.model) == ["user=ann"]
+    # a plan's step agent, and an agent as a plan step's tool
+    step = asker()
+    plan = ('{"steps": [{"id": "step1", "description": "who", "instruction": "find the user", '
+            '"depends_on": []}], "answer": "$step1"}')
+    assert PlanExecuteAgent(ScriptedModel([plan]), [], step_agent=step).run(
+        "?", deps=deps).answer == "done"
+    assert tool_results(step.model) == ["user=ann"]
+    tooled = asker()
+    plan = ('{"steps": [{"id": "step1", "description": "who", "tool": "ask", '
+            '"args": {"task": "who?"}}], "answer": "$step1"}')
+    PlanExecuteAgent(ScriptedModel([plan]), [agent_as_tool(tooled, "ask", "Asks")]).run(
+        "?", deps=deps)
+    assert tool_results(tooled.model) == ["user=ann"]
+    # each of Vote's runs and each of Reflexion's trials
+    voted = asker()
+    Vote(voted, n=1).run("?", deps=deps)
+    assert tool_results(voted.model) == ["user=ann"]
+    tried = asker()
+    Reflexion(tried, evaluator=lambda task, result: True).run("?", deps=deps)
+    assert tool_results(tried.model) == ["user=ann"]
+
+
+def test_a_stream_never_read_leaves_nothing_behind():
+    agent = ReActAgent(ScriptedModel(["ok"]))
+    stream = agent.stream("?", deps=Deps("ann", "k"))
+    del stream
+    assert not agent.__dict__.get("_per_run")
+    assert agent.run("?").answer == "ok"

@@ -35,9 +35,24 @@ def test_a_react_triage_hands_to_a_codeact_analyst_whose_answer_ends_the_run():
     handed = [e for e in events if type(e) is HandedOff]
     assert [(h.source, h.target, h.reason, h.depth) for h in handed] == [
         ("triage", "analyst", "needs code", 1)]
-    first = [e.result for e in events if type(e) is RunFinished][0]
-    assert first.handoff == "analyst" and first.answer is None
+    # one run to whoever watches: one RunFinished, the chain's whole spending in it
+    finished = [e.result for e in events if type(e) is RunFinished]
+    assert finished == [result] and result.handoff is None
+    assert result.turns == 2  # the triage's turn and the analyst's
     assert handed[0].seq is not None
+
+
+def test_the_result_counts_the_whole_chain():
+    worker = ReActAgent(ScriptedModel([*[tool_call("calculator", operation="add", a=i, b=1)
+                                         for i in range(4)], "done"]), [calculator], name="worker")
+    alone = ReActAgent(ScriptedModel([*[tool_call("calculator", operation="add", a=i, b=1)
+                                        for i in range(4)], "done"]), [calculator]).run("x")
+    triage = ReActAgent(ScriptedModel([tool_call("calculator", operation="add", a=1, b=1),
+                                       transfer("worker")]), [calculator], name="triage",
+                        handoffs=[worker])
+    result = triage.run("x")
+    assert (result.answer, result.turns, result.tool_calls) == ("done", 2 + 5, 2 + 4)
+    assert result.usage.total_tokens > alone.usage.total_tokens
 
 
 def test_the_model_sees_one_transfer_tool_per_target():

@@ -292,3 +292,53 @@ def test_tool_arguments_and_results_are_on_the_spans_only_when_asked(spans, monk
     attrs = run_once()
     assert attrs["gen_ai.tool.call.arguments"] == '{"operation": "add", "a": 1, "b": 2}'
     assert attrs["gen_ai.tool.call.result"] == "3"
+
+
+def test_a_handoff_is_a_span_and_the_chain_is_one_trace(spans):
+    closer = ReActAgent(ScriptedModel(["it is 4"]), name="closer")
+    worker = ReActAgent(ScriptedModel([tool_call("calculator", operation="add", a=2, b=2),
+                                       tool_call("transfer_to_closer", reason="wrap up")]),
+                        [calculator], name="worker", handoffs=[closer])
+    triage = ReActAgent(ScriptedModel([tool_call("transfer_to_worker", reason="math")]),
+                        name="triage", handoffs=[worker])
+    result = triage.run("what is 2+2?")
+    assert result.answer == "it is 4"
+
+    got = spans()
+    assert len({s.context.trace_id for s in got}) == 1
+    [root] = [s for s in got if s.parent is None]
+    assert root.name == "invoke_agent triage"
+    [to_worker] = named(got, "handoff worker")
+    assert parent_of(to_worker, got) is root
+    assert dict(to_worker.attributes) == {"tao.handoff.from": "triage", "tao.handoff.to": "worker",
+                                          "tao.handoff.depth": 1}
+    [worker_run] = named(got, "invoke_agent worker")
+    assert parent_of(worker_run, got) is to_worker
+    assert worker_run.attributes["tao.run.id"] == root.attributes["tao.run.id"] + ".h1"
+    [to_closer] = named(got, "handoff closer")
+    [closer_run] = named(got, "invoke_agent closer")
+    assert parent_of(to_closer, got) is worker_run and parent_of(closer_run, got) is to_closer
+    assert len(named(got, "invoke_agent")) == 3  # each run traced once
+    # the chain's spans nest in time, and its chat spans add up to the chain's usage
+    assert root.start_time <= to_worker.start_time <= closer_run.end_time <= root.end_time
+    chats = named(got, "chat ")
+    assert len(chats) == 1 + 2 + 1
+    assert sum(c.attributes["gen_ai.usage.input_tokens"] for c in chats) \
+        == result.usage.prompt_tokens > 0
+    assert root.attributes["tao.run.status"] == "done"
+
+
+def test_deps_reach_no_span_even_when_contents_are_captured(spans, monkeypatch):
+    from tao import RunContext, tool
+
+    @tool
+    def whoami(ctx: RunContext[dict]) -> str:
+        """Who the user is."""
+        return ctx.deps["user"]
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    agent = ReActAgent(ScriptedModel([tool_call("whoami"), "ann"]), [whoami])
+    agent.run("who am I?", deps={"user": "ann", "token": "sk-live-0123456789abcdef"})
+    got = spans()
+    assert named(got, "execute_tool whoami")[0].attributes["gen_ai.tool.call.result"] == "ann"
+    assert not [s for s in got if "sk-live-0123456789abcdef" in repr(dict(s.attributes))]

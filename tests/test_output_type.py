@@ -184,6 +184,42 @@ def test_a_typed_run_resumed_from_its_journal_gives_the_same_value(tmp_path):
     assert again.status == "done" and again.output == first.output == Person(name="Ann", age=3)
 
 
+def test_a_run_typed_on_its_own_is_resumed_with_the_same_type(tmp_path):
+    from tao.runs import Journal
+
+    journal = str(tmp_path / "runs.db")
+    ReActAgent(ScriptedModel(['{"name": "Ann", "age": 3}']), journal=journal).run(
+        "Ann is 3", output_type=Person)
+    [row] = Journal(journal).runs()
+    assert row["meta"]["output_type"] == "Person"  # the journal keeps what the run was typed as
+    agent = ReActAgent(ScriptedModel([]), journal=journal)
+    with pytest.raises(ValueError, match="ran with output_type Person"):
+        agent.resume(row["run_id"])  # as text it would ask the model again, not replay
+    again = agent.resume(row["run_id"], output_type=Person)
+    assert again.output == Person(name="Ann", age=3) and again.status == "done"
+    plain = ReActAgent(ScriptedModel(["Ann, 3"]), journal=journal)
+    plain.run("Who is 3?")
+    with pytest.raises(ValueError, match="ran without an output_type"):
+        plain.resume(Journal(journal).runs()[0]["run_id"], output_type=Person)
+
+
+def test_vote_and_reflexion_give_the_typed_output_of_the_run_they_chose():
+    from tao import Reflexion, Vote
+
+    replies = ['{"name": "Ann", "age": 3}', '{"name": "Bo", "age": 3}', '{"name": "Ann", "age": 3}']
+    voted = Vote(ReActAgent(ScriptedModel(replies), output_type=Person), n=3).run("?")
+    # the whole value is the vote, not the last number in its text (3 in all three)
+    assert voted.output == Person(name="Ann", age=3)
+    split = Vote(ReActAgent(ScriptedModel(replies[:2] + replies[1:2])), n=3).run(
+        "?", output_type=Person)
+    assert split.output == Person(name="Bo", age=3)  # this run's own type goes to every run
+    # the first trial, the reflection on it, the second trial
+    tried = Reflexion(ReActAgent(ScriptedModel([replies[0], "Bo, not Ann.", replies[1]])),
+                      evaluator=lambda task, result: result.output.name == "Bo").run(
+        "?", output_type=Person)
+    assert tried.output == Person(name="Bo", age=3) and tried.status == "done"
+
+
 @pytest.mark.parametrize(("reply", "value"), [("negative", "negative"), ("no", "no"),
                                               ("neutral.", "neutral")])
 def test_a_bare_word_is_a_literal(reply, value):

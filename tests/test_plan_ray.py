@@ -289,3 +289,19 @@ def test_an_error_that_is_not_retryable_is_tried_once_on_ray_too():
     [failed] = of(events, StepFailed)
     assert result.status == "error" and failed.attempts == 1 and not of(events, StepRetried)
     assert "CalculationError: not allowed in an expression" in failed.error
+
+
+def test_a_tool_that_takes_the_run_context_runs_here_with_the_deps():
+    from tao import RunContext
+
+    @tool(side_effects=False)
+    def whose(ctx: RunContext[dict], n: int) -> str:
+        """Whose turn it is, and where it ran."""
+        return f"{ctx.deps['user']} {n} {os.getpid()}"
+
+    plan = {"steps": [{"id": "step1", "description": "whose", "tool": "whose", "args": {"n": 2},
+                       "depends_on": []}], "answer": "$step1"}
+    agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [whose], executor="ray")
+    result = agent.run("whose?", deps={"user": "ann"})
+    # the deps stay in this process: the step is not shipped to a Ray worker
+    assert result.status == "done" and result.answer == f"ann 2 {os.getpid()}"

@@ -334,7 +334,8 @@ EVENT_TYPES.update({cls.kind: cls for cls in (CodeExecution, ExecutionFinished)}
 @dataclass(frozen=True, slots=True)
 class HandedOff(Event):
     """The agent that spoke so far hands the conversation to another (``handoffs=``): its run
-    ends here, the other's begins (its own ``RunStarted``), and the other's answer ends the run.
+    ends here (in place of its ``RunFinished``), the other's begins (its own ``RunStarted``),
+    and the other's answer ends the run (one ``RunFinished`` for the chain).
     ``depth``: handoffs so far in this chain (bounded: ``tao.handoffs.MAX_HANDOFFS``)."""
 
     kind: ClassVar[str] = "handed_off"

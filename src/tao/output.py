@@ -41,6 +41,7 @@ class Output:
         self.adapter: Any = TypeAdapter(type_)
         self.schema: dict[str, Any] = self.adapter.json_schema()
         self.name = getattr(type_, "__name__", None) or str(type_)
+        self._digest: str | None = None
 
     @classmethod
     def of(cls, type_: Any) -> Output | None:
@@ -48,6 +49,18 @@ class Output:
         if type_ is None or type_ is str:
             return None
         return type_ if isinstance(type_, Output) else cls(type_)
+
+    def digest(self) -> str:
+        """The schema's fingerprint: what a journaled run keeps, so that ``resume`` knows it was
+        typed, and as what (``tao.runs``)."""
+        if self._digest is None:
+            import hashlib
+
+            from .safe_json import dumps
+
+            text = dumps(self.schema, sort_keys=True).encode("utf-8", "surrogatepass")
+            self._digest = hashlib.sha256(text).hexdigest()[:16]
+        return self._digest
 
     def response_format(self) -> dict[str, Any]:
         """What an OpenAI-compatible endpoint (and the embedded model) is given for the answer."""

@@ -24,7 +24,8 @@ class Result:
     sandbox: str | None = None  # the backend that ran the code (CodeAct), as RunStarted names it
     #: the validated value of the run's ``output_type`` (``tao.output``); None without one
     output: Any = None
-    #: the agent this run handed over to (``handoffs=``); the run's answer is then its
+    #: the agent this run handed over to (``handoffs=``): set on the handing agent's own
+    #: result, which the stream holds back; the chain's result is the last agent's
     handoff: str | None = None
 
     @property

@@ -138,6 +138,20 @@ def _hider(agent: Any) -> Callable[[Event], Event]:
     return hide
 
 
+async def _given(agent: Any, run_id: str, options: RunOptions,
+                 events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """The loop's events, with ``options`` waiting for the run's context (``run_options``) once
+    the run starts - not before: a stream never iterated leaves nothing behind on the agent."""
+    per_run = agent.__dict__.setdefault("_per_run", {})
+    per_run[run_id] = options
+    try:
+        async for event in events:
+            yield event
+    finally:
+        per_run.pop(run_id, None)
+        await events.aclose()  # type: ignore[attr-defined]
+
+
 async def _kept(events: AsyncIterator[Event], session: Any, task: str) -> AsyncIterator[Event]:
     """The run's events; then its task and final answer appended to ``session`` (after a
     handoff, the answer of the agent that ended it)."""
@@ -215,14 +229,15 @@ class Agent:
             from ..output import Output
 
             options = replace(options, output=Output.of(output_type))
+        loop = self.loop(task, rid)
         if deps is not None or options.history or _depth or output_type is not ...:
-            self.__dict__.setdefault("_per_run", {})[rid] = options
-        events = _numbered(self.loop(task, rid), rid, _hider(self))
-        events = tracing.traced(events) if tracing.enabled() else events
+            loop = _given(self, rid, options, loop)
+        events = _numbered(loop, rid, _hider(self))
         if self.handoffs:
             from .handoffs import continued
 
             events = continued(self, task, rid, events, options)
+        events = tracing.traced(events) if tracing.enabled() else events  # a chain: one trace
         return events if session is None else _kept(events, session, task)
 
     def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:  # pragma: no cover - abstract
@@ -271,7 +286,10 @@ class Agent:
             raise box[0]
         return box[0]
 
-    def _journaled(self, run_id: str) -> tuple[str, str]:
+    def _journaled(self, run_id: str, output_type: Any) -> tuple[str, str]:
+        """The journaled run's whole id and task, once its typed output is known to be the one
+        this resume gives (``output_type``, else the agent's own): a run journaled as ``Person``
+        resumed as text - or as another type - would ask the model anew instead of replaying."""
         from ..runs.journal import Journal
 
         guard = getattr(self, "guard", None)
@@ -281,15 +299,34 @@ class Agent:
                              "make it with journal=PATH (or journal=True for the default one)")
         assert isinstance(journal, Journal)
         row = journal.find(run_id)
+        meta = row.get("meta") or {}
+        if output_type is ...:
+            output = self.output
+        else:
+            from ..output import Output
+
+            output = Output.of(output_type)
+        had, now = meta.get("output_schema"), (output.digest() if output is not None else None)
+        if had != now:
+            rid = row["run_id"]
+            raise ValueError(
+                f"run {rid} ran with output_type {meta.get('output_type')}: resume it with the "
+                "same output_type, or it would not replay" if had else
+                f"run {rid} ran without an output_type: resume it without one, not as "
+                f"{output.name if output is not None else 'text'}")
         return row["run_id"], row["task"]
 
-    def resume(self, run_id: str, sinks: Iterable[Sink] = ()) -> Result:
+    def resume(self, run_id: str, sinks: Iterable[Sink] = (), *, output_type: Any = ...,
+               deps: Any = None) -> Result:
         """Continue journaled run ``run_id`` (a unique prefix will do) after a crash: the same
         run again, its model outputs and tool results served from the journal as far as it
-        got, then live (see ``tao.runs.resume``). The agent must be built as it was."""
-        rid, task = self._journaled(run_id)
-        return self.run(task, sinks, run_id=rid)
+        got, then live (see ``tao.runs.resume``). The agent must be built as it was; a run
+        given its own ``output_type`` is resumed with the same one (checked against what the
+        journal kept), and its ``deps`` - never journaled - are given again."""
+        rid, task = self._journaled(run_id, output_type)
+        return self.run(task, sinks, run_id=rid, output_type=output_type, deps=deps)
 
-    async def aresume(self, run_id: str, sinks: Iterable[Sink] = ()) -> Result:
-        rid, task = self._journaled(run_id)
-        return await self.arun(task, sinks, run_id=rid)
+    async def aresume(self, run_id: str, sinks: Iterable[Sink] = (), *, output_type: Any = ...,
+                      deps: Any = None) -> Result:
+        rid, task = self._journaled(run_id, output_type)
+        return await self.arun(task, sinks, run_id=rid, output_type=output_type, deps=deps)

@@ -33,9 +33,11 @@ class LoopContext:
     def __init__(self, agent: Any, task: str, lang: str, toolbox: Toolbox, run_id: str):
         self.started = time.perf_counter()
         self.agent_model: Model = agent.model
-        self.guard: Run = agent.guard.start(task, agent.name, agent.model.name, lang, toolbox,
-                                            run_id)
         options = agent.run_options(run_id)  # output_type, deps, history, handoff depth
+        typed = options.output
+        self.guard: Run = agent.guard.start(
+            task, agent.name, agent.model.name, lang, toolbox, run_id,
+            {"output_type": typed.name, "output_schema": typed.digest()} if typed else None)
         self.agent, self.run_id, self.deps, self.depth = agent, run_id, options.deps, options.depth
         self.memory: MemoryRun = agent.memory.start(task, lang, options.history)
         self.model: Model = self.guard.wrap(self.memory.wrap(agent.model))

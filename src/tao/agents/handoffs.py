@@ -2,12 +2,14 @@
 
 ``ReActAgent(model, tools, name="triage", handoffs=[analyst, planner])``: the model sees a tool
 ``transfer_to_analyst`` (and ``transfer_to_planner``) beside its own. When it calls one, its run
-ends there (``Result.handoff`` names the target), a ``HandedOff`` event says who takes over, and
+ends there (its own result, held back from the stream, names the target in ``handoff``), a
+``HandedOff`` event says who takes over, and
 the target agent runs the same task with the conversation so far before it - what
 ``input_filter`` leaves of it (by default all but the system prompt, the task and the transfer
 call itself; ``remove_tools`` keeps only the words). The target may be of any architecture: a
 ReAct triage agent hands to a CodeAct analyst or a Plan-and-Execute agent, and the last answer is
-``arun``'s result. The run's ``deps`` and typed ``output_type`` go along.
+``arun``'s result, with the whole chain's turns, tool calls and usage. The run's ``deps`` and
+typed ``output_type`` go along; each agent keeps its own guard and budgets.
 
 A chain of handoffs is bounded: after ``MAX_HANDOFFS`` a transfer tool answers with an error
 and the agent must answer itself - two agents that keep passing the task back stop there.
@@ -19,7 +21,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
-from ..events import Event, HandedOff, stamp
+from ..events import Event, HandedOff, RunFinished, stamp
 from ..messages import Message
 from ..tools.base import Tool
 
@@ -102,28 +104,52 @@ def _conversation(messages: Sequence[Message]) -> list[Message]:
 
 async def continued(agent: Any, task: str, run_id: str, events: AsyncIterator[Event],
                     options: Any) -> AsyncIterator[Event]:
-    """The run's events, and - when it handed over - the target's run after them."""
-    last = 0
+    """The run's events, and - when it handed over - the target's run after them. One run to
+    whoever watches: one ``RunFinished`` at the end (the handing agent's is held back, its
+    spending kept), whose result is the target's answer with the turns, tool calls, usage and
+    time of the whole chain."""
+    last, held = 0, None
     async for event in events:
+        if type(event) is RunFinished and event.result.handoff:
+            held = event  # its number goes to the HandedOff that takes its place
+            continue
         last = event.seq or last
         yield event
     handed = agent.__dict__.get("_handed", {}).pop(run_id, None)
     if handed is None:
+        if held is not None:  # pragma: no cover - a handoff result always leaves its target
+            yield held
         return
     handoff, reason, messages = handed
     depth = options.depth + 1
     target = handoff.agent
     last += 1
     yield stamp(HandedOff(agent.name, target.name, reason, depth), run_id, last, _now())
-    # one run to whoever watches: the target's events go on in this run's numbering (the web
-    # page and a trace dedupe and resume by it); its journal keeps an id of its own, made from
-    # this run's, so a resumed chain resumes the target too (its side effects not done twice);
-    # the session's history (options.history) goes before what this agent said
+    # the target's events go on in this run's numbering (the web page and a trace dedupe and
+    # resume by it); its journal keeps an id of its own, made from this run's, so a resumed
+    # chain resumes the target too (its side effects not done twice); the session's history
+    # (options.history) goes before what this agent said
     async for event in target.stream(task, output_type=options.output_type, deps=options.deps,
                                      history=[*options.history, *handoff.history(messages)],
                                      run_id=f"{run_id}.h{depth}", _depth=depth):
         last += 1
+        if type(event) is RunFinished and held is not None:
+            event = RunFinished(_chained(held.result, event.result))
         yield stamp(event, run_id, last, event.ts or _now())
+
+
+def _chained(first: Any, then: Any) -> Any:
+    """The target's result, counting what the agent that handed over spent before it."""
+    from dataclasses import replace
+
+    from ..messages import Usage
+
+    usage = Usage()
+    usage.add(first.usage)
+    usage.add(then.usage)
+    return replace(then, turns=first.turns + then.turns,
+                   tool_calls=first.tool_calls + then.tool_calls, usage=usage,
+                   duration_s=first.duration_s + then.duration_s)
 
 
 def _now() -> float:

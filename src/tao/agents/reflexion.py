@@ -116,6 +116,7 @@ class Reflexion(Agent):
         yield RunStarted(task, self.name, self.model.name)
         usage, turns, calls = Usage(), 0, 0
         recalled, reflections = self.recall(task), []
+        given = self.run_options(run_id)  # this run's deps, typed output and history go on
         result, verdict = None, Verdict(False)
         for trial in range(1, self.max_trials + 1):
             carried = [*recalled, *reflections[-self.keep:]] if self.keep else recalled
@@ -125,7 +126,9 @@ class Reflexion(Agent):
                 self.agent.memory.prompt_text.add(block)  # the agent's memory never keeps it
             attempt = task + block
             result = None
-            async with aclosing(_child_of(run, self.agent.stream(attempt))) as events:
+            trial_events = self.agent.stream(attempt, deps=given.deps, output_type=given.output_type,
+                                             history=given.history)
+            async with aclosing(_child_of(run, trial_events)) as events:
                 async for event in events:
                     if type(event) is RunFinished:
                         result = event.result
@@ -162,7 +165,8 @@ class Reflexion(Agent):
         self._store(task, reflections, verdict.passed)
         error = None if verdict.passed else (verdict.feedback or "rejected by the evaluator")
         final = Result(result.answer, "done" if verdict.passed else "error", turns, calls, usage,
-                       time.perf_counter() - start, result.messages, error, result.sandbox)
+                       time.perf_counter() - start, result.messages, error, result.sandbox,
+                       output=result.output)
         yield RunFinished(run.finish(final))  # status "budget" when a budget ended it
 
     def _store(self, task: str, reflections: list[str], passed: bool) -> None:

@@ -99,6 +99,16 @@ class Vote(Agent):
         self.model = getattr(agent, "model", None)
         self.name = f"{agent.name}-vote{n}"
 
+    def _key(self, result: Result) -> Hashable:
+        """A run's vote: with the default key, a typed result is compared as the whole value
+        (its JSON), not by the last number in its text; else ``key(answer)``."""
+        if result.output is not None and self.key is answer_key:
+            from ..result import _as_json
+            from ..safe_json import dumps
+
+            return ("typed", dumps(_as_json(result.output), sort_keys=True))
+        return self.key(result.answer)
+
     def _sampling(self, run: int) -> Sampling | None:
         return None if run == 0 else Sampling(self.temperature, self.seed + run - 1)
 
@@ -108,11 +118,14 @@ class Vote(Agent):
         t = prompts.table("vote")[lang]
         yield RunStarted(task, self.name, getattr(self.model, "name", "model"))
         usage, turns, calls = Usage(), 0, 0
+        given = self.run_options(run_id)  # this run's deps, typed output and history go on
         votes: dict[Hashable, list[Result]] = {}  # in the order answers were first reached
         last: Result | None = None
         for run in range(self.n):
             last = None  # this run's, once its RunFinished came
-            async with aclosing(sampled(self.agent.stream(task), self._sampling(run))) as events:
+            inner = self.agent.stream(task, deps=given.deps, output_type=given.output_type,
+                                      history=given.history)
+            async with aclosing(sampled(inner, self._sampling(run))) as events:
                 async for event in events:
                     if type(event) is RunFinished:
                         last = event.result
@@ -123,7 +136,7 @@ class Vote(Agent):
             usage.add(last.usage)
             turns, calls = turns + last.turns, calls + last.tool_calls
             if last.ok:
-                votes.setdefault(self.key(last.answer), []).append(last)
+                votes.setdefault(self._key(last), []).append(last)
             counted = sum(map(len, votes.values()))
             lead = len(votes[_leader(votes)]) if votes else 0
             said = (last.answer or "").strip()[:80] if last.ok else \
@@ -139,7 +152,7 @@ class Vote(Agent):
         if votes:
             winner = votes[_leader(votes)][0]
             final = Result(winner.answer, "done", turns, calls, usage, time.perf_counter() - start,
-                           winner.messages, None, winner.sandbox)
+                           winner.messages, None, winner.sandbox, output=winner.output)
         else:
             final = Result(last.answer, last.status, turns, calls, usage,
                            time.perf_counter() - start, last.messages, last.error, last.sandbox)

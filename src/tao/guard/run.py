@@ -60,14 +60,15 @@ class Guard:
         self.journal = open_journal(journal, journal_fsync)
 
     def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any],
-              run_id: str | None = None) -> Run:
+              run_id: str | None = None, meta: dict[str, Any] | None = None) -> Run:
         """The run's guard state. A run started inside another's tool call or plan step (a
         sub-agent) has that run as its parent: the parent's policies, approver, budgets and
-        audit log hold for it too."""
+        audit log hold for it too. ``meta``: what the journal keeps of the run beside its task
+        (its typed output's name and schema digest)."""
         tools = list(tools)
         self.policy.check_names(t.name for t in tools)
         return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools, CURRENT.get(),
-                   run_id)
+                   run_id, meta)
 
 
 #: the run whose tool call (or plan step) is running: a sub-agent started there is its child
@@ -91,7 +92,8 @@ def _marks(t: Any) -> bool:
 
 class Run:
     def __init__(self, guard: Guard, task: str, agent: str, model: str, lang: str,
-                 tools: Iterable[Any], parent: Run | None = None, run_id: str | None = None):
+                 tools: Iterable[Any], parent: Run | None = None, run_id: str | None = None,
+                 meta: dict[str, Any] | None = None):
         import uuid
 
         tools = list(tools)
@@ -109,7 +111,9 @@ class Run:
         self.audit_log: Any = guard.audit or (self.parent.audit_log if self.parent else None)
         #: the run journal (``tao.runs``): a sub-agent's calls are journaled in its parent's run
         self.journal: Any = self.parent.journal if self.parent and self.parent.journal else (
-            guard.journal.start(self.id, agent, model, task) if guard.journal else None)
+            guard.journal.start(self.id, agent, model, task,
+                                {**(guard.journal.meta or {}), **meta} if meta else None)
+            if guard.journal else None)
         self._journal_own = self.journal is not None and not (self.parent and self.parent.journal)
         self.active = self.active or self.journal is not None
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)

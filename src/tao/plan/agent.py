@@ -260,8 +260,11 @@ class PlanExecuteAgent(Agent):
                 task = tool.validate(call.arguments)["task"]
             except ValueError as e:
                 return Attempt(False, f"Error: {e}", retry=False)
-            return await self._nested(run, step.id, tool.stream(task, step.id), tool.name)
-        if run.remote is not None:  # a Ray task, through the same tool door as a local call
+            return await self._nested(run, step.id, tool.stream(task, step.id, run.context.deps),
+                                      tool.name)
+        if run.remote is not None and getattr(tool, "context_param", None) is None:
+            # a Ray task, through the same tool door as a local call (a tool that takes the
+            # run's RunContext runs here: its deps stay in this process)
             def remote(c: ToolCall, _thread: bool) -> Any:
                 return run.remote.execute(c.name, c.arguments)
 
@@ -286,7 +289,7 @@ class PlanExecuteAgent(Agent):
                                     result=to_text(run.results[d])) for d in step.depends_on]
             task += "\n" + prompts.render(texts["step_context"], results="\n".join(lines))
         agent = self.step_agent if isinstance(self.step_agent, Agent) else self.step_agent()
-        stream = (nest(step.id, e) async for e in agent.stream(task))
+        stream = (nest(step.id, e) async for e in agent.stream(task, deps=run.context.deps))
         return await self._nested(run, step.id, stream, agent.name)
 
     async def _nested(self, run: _Run, step_id: str, events: AsyncIterator[Nested],

@@ -39,6 +39,10 @@ class AgentTool(Tool):
         self.sinks = list(sinks)
         self._args: Any = None
 
+    #: the calling run's ``tao.RunContext`` comes in as ``ctx`` (never in the schema): its
+    #: ``deps`` go on to the inner run, as a user of ``agent.run(task, deps=...)`` expects
+    context_param = "ctx"
+
     def args_model(self) -> Any:
         if self._args is None:
             from pydantic import ConfigDict, Field, create_model
@@ -51,21 +55,24 @@ class AgentTool(Tool):
     def make_agent(self) -> Agent:
         return self.agent if isinstance(self.agent, Agent) else self.agent()
 
-    async def stream(self, task: str, step_id: str | None = None):
-        """The inner run's events (wrapped in ``Nested`` when ``step_id`` is given)."""
-        from .. import tracing  # outside a plan the parent's stream does not carry our events
+    async def stream(self, task: str, step_id: str | None = None, deps: Any = None):
+        """The inner run's events (wrapped in ``Nested`` when ``step_id`` is given); ``deps``:
+        the calling run's, handed on."""
+        from .. import (
+            tracing,  # outside a plan the parent's stream does not carry our events
+        )
 
         report, key = (tracing.SINK.get() if step_id is None else None), str(id(task))
-        async for event in self.make_agent().stream(task):
+        async for event in self.make_agent().stream(task, deps=deps):
             for sink in self.sinks:
                 sink(event)
             if report is not None:
                 report.forward(self.name, key, event)
             yield nest(step_id, event) if step_id is not None else event
 
-    async def run(self, task: str) -> str:
+    async def run(self, task: str, ctx: Any = None) -> str:
         result = None
-        async for event in self.stream(task):
+        async for event in self.stream(task, deps=getattr(ctx, "deps", None)):
             if type(event) is RunFinished:
                 result = event.result
         return answer_of(result, self.name)

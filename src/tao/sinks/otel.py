@@ -6,6 +6,8 @@
       execute_tool python           one per code block CodeAct runs
       plan_step {id}                a plan step run by the step agent
         invoke_agent {agent}
+      handoff {target}              the agent handed over (``handoffs=``): the run's span
+        invoke_agent {target}       stays open until the target's answer ends the chain
 
 Spans take their times from the events (``ts``), so steps that ran in parallel overlap, and a
 recorded trace can be turned into spans after the fact. ``chat`` spans take their exact times
@@ -24,10 +26,29 @@ import os
 import time
 from typing import Any
 
-from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution, Error, Event,
-                      ExecutionFinished, ModelRetry, Nested, Observation, Replanned, RunFinished,
-                      RunStarted, StepFailed, StepFinished, StepRetried, StepSkipped, StepStarted,
-                      TokenDelta, TurnStarted)
+from ..events import (
+    Action,
+    ApprovalDecided,
+    ApprovalRequested,
+    CodeExecution,
+    Error,
+    Event,
+    ExecutionFinished,
+    HandedOff,
+    ModelRetry,
+    Nested,
+    Observation,
+    Replanned,
+    RunFinished,
+    RunStarted,
+    StepFailed,
+    StepFinished,
+    StepRetried,
+    StepSkipped,
+    StepStarted,
+    TokenDelta,
+    TurnStarted,
+)
 from ..safe_json import dumps
 
 #: model calls recorded at the model door (``tao.tracing.traced_model``), per run id, until the
@@ -54,7 +75,7 @@ def _ns(event: Event) -> int:
 
 
 class _Run:
-    __slots__ = ("span", "ctx", "run_id", "model", "chat_at", "tools", "steps", "relay")
+    __slots__ = ("chat_at", "ctx", "handoff", "model", "relay", "run_id", "span", "steps", "tools")
 
     def __init__(self, span: Any, ctx: Any, run_id: str | None, model: str):
         self.span, self.ctx, self.run_id, self.model = span, ctx, run_id, model
@@ -62,6 +83,7 @@ class _Run:
         self.tools: dict[str, Any] = {}
         self.steps: dict[str, Any] = {}
         self.relay = False  # the run passes on another run's events as its own (Reflexion)
+        self.handoff: Any = None  # the open ``handoff`` span, once the run handed over
 
 
 class OtelSink:
@@ -73,8 +95,8 @@ class OtelSink:
     instrumentations - what a tool read or returned may be private."""
 
     def __init__(self, tracer: Any = None, context: Any = None, *, capture: bool | None = None):
-        from opentelemetry import trace
         from opentelemetry import context as otel_context
+        from opentelemetry import trace
 
         if capture is None:
             capture = os.environ.get(CAPTURE, "").strip().lower() in ("1", "true")
@@ -88,6 +110,10 @@ class OtelSink:
         self._direct: dict[str, list[Event]] = {}  # sub-runs' events as they ran, meanwhile
         self._done: list[tuple[int, int, Any]] = []  # ended tool and step spans: start, end, id
         self._root: Any = None
+        #: handoffs: the key of a run that handed over -> its target's, where the stream's
+        #: next events go; and the target's parent span context and own run id, until it starts
+        self._handed: dict[str, str] = {}
+        self._targets: dict[str, tuple[Any, str | None]] = {}
 
     def __call__(self, event: Event) -> None:
         self._on("", event, None)
@@ -111,7 +137,9 @@ class OtelSink:
             self._direct.setdefault(rid, []).append(event)
 
     def _carry(self, event: Event) -> None:
-        rid = getattr(event, "run_id", None)
+        self._carry_id(getattr(event, "run_id", None))
+
+    def _carry_id(self, rid: str | None) -> None:
         if rid is not None and rid not in self._carried:
             self._carried.add(rid)
             self._direct.pop(rid, None)
@@ -139,6 +167,8 @@ class OtelSink:
 
     # -- one event ---------------------------------------------------------------------------
     def _on(self, key: str, event: Event, parent: Any, at: int | None = None) -> None:
+        while key in self._handed:  # after a handoff the stream speaks for the target
+            key = self._handed[key]
         if type(event) is Nested:
             self._nested(key, event)
             return
@@ -199,6 +229,8 @@ class OtelSink:
                 self._end(span, at)
         elif kind is RunFinished:
             self._finish_run(key, run, event, at)
+        elif kind is HandedOff:
+            self._hand_over(key, run, event, at)
         elif kind in _MARKS:  # moments of the run, not operations: events on its span
             run.span.add_event(kind.kind, _MARKS[kind](event), timestamp=at)
 
@@ -237,12 +269,15 @@ class OtelSink:
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": event.agent,
                  "gen_ai.request.model": event.model}
         run_id = getattr(event, "run_id", None)
+        target = self._targets.pop(key, None)
+        if target is not None:  # a handoff's target: under the handoff span, its own run id
+            parent, run_id = target
         if run_id:
             attrs["gen_ai.agent.id"] = attrs["tao.run.id"] = run_id
         if event.sandbox:
             attrs["tao.sandbox"] = event.sandbox
         old = self.runs.get(key)
-        if old is not None and run_id is not None and old.run_id == run_id:
+        if target is None and old is not None and run_id is not None and old.run_id == run_id:
             old.relay = True  # an inner run's start, passed on: that run is traced directly
             return
         old = self.runs.pop(key, None)
@@ -294,6 +329,26 @@ class OtelSink:
             self._error(span, "agent_error", r.error or "error")
         self.runs.pop(key, None)
         self._end_run(run, at)
+        source = next((k for k, v in self._handed.items() if v == key), None)
+        if source is not None:  # the chain's answer: the runs that handed over end with it
+            del self._handed[source]
+            above = self.runs.get(source)
+            if above is not None:
+                self._finish_run(source, above, event, at)
+
+    def _hand_over(self, key: str, run: _Run, event: HandedOff, at: int) -> None:
+        """A ``handoff`` span under the run that handed over; the target's run (the stream's
+        next ``RunStarted``, in the chain's numbering) starts under it, traced by its own id
+        (``{run id}.h{depth}``: its model calls are recorded under that)."""
+        span = self._span(f"handoff {event.target}", run.ctx, at, "INTERNAL",
+                          {"tao.handoff.from": event.source, "tao.handoff.to": event.target,
+                           "tao.handoff.depth": event.depth})
+        run.handoff = span
+        own = f"{run.run_id}.h{event.depth}" if run.run_id else None
+        if own is not None:
+            self._carry_id(own)  # its own stream hands it to ``direct`` too: traced once
+        target = self._handed[key] = f"{key}/h{event.depth}"
+        self._targets[target] = (self._trace.set_span_in_context(span), own)
 
     def _end_run(self, run: _Run, at: int) -> None:
         if run.chat_at is not None:
@@ -302,6 +357,9 @@ class OtelSink:
             span.end(end_time=at)
         run.tools.clear()
         run.steps.clear()
+        if run.handoff is not None:
+            self._end(run.handoff, at)
+            run.handoff = None
         if run.run_id:
             CALLS.pop(run.run_id, None)
         run.span.end(end_time=at)
