@@ -691,8 +691,8 @@ async def test_a_server_that_answers_whole_instead_of_streaming_is_read_and_said
 def test_a_typed_result_asks_the_endpoint_for_its_schema_and_steps_down_when_refused(
         server, make_model):
     """``output_type=`` sends the type's JSON schema as ``response_format`` beside the tools;
-    an endpoint that refuses it is asked in JSON mode (a Retrying says so), and the answer is
-    validated all the same."""
+    an endpoint that refuses it gets the schema as the parameters of a ``final_result`` tool
+    (a Retrying says so), whose call is read back as the answer and validated."""
     from pydantic import BaseModel
 
     from tao.events import ModelRetry
@@ -702,13 +702,30 @@ def test_a_typed_result_asks_the_endpoint_for_its_schema_and_steps_down_when_ref
         population: int
 
     server.push(Error(400, "This response_format type is unavailable now"),
-                Reply('{"name": "Lyon", "population": 522000}'))
+                Reply("", [("c1", "final_result", '{"name": "Lyon", "population": 522000}')]))
     events: list = []
     result = ReActAgent(make_model(), tools=[calculator], output_type=City).run(
         "The biggest city of the Rhône?", sinks=[events.append])
     assert result.output == City(name="Lyon", population=522000)
+    assert result.answer == '{"name": "Lyon", "population": 522000}'
     first, second = server.bodies
     assert first["response_format"]["type"] == "json_schema"
     assert first["response_format"]["json_schema"]["schema"]["required"] == ["name", "population"]
-    assert first["tools"] and second["response_format"] == {"type": "json_object"}
+    assert "response_format" not in second
+    assert [t["function"]["name"] for t in second["tools"]] == ["calculator", "final_result"]
+    assert second["tools"][1]["function"]["parameters"]["required"] == ["name", "population"]
     assert [e for e in events if type(e) is ModelRetry]
+
+
+def test_a_typed_result_that_is_not_an_object_is_wrapped_in_the_tool(server, make_model):
+    """Tool arguments are objects: ``list[int]`` goes as ``{"value": [...]}``; a plain JSON
+    reply instead of the call still counts (prompted output, the last rung)."""
+    from tao.models import endpoint_facts
+
+    endpoint_facts.refused(server.url, "m", "json_schema")  # learnt earlier
+    server.push(Reply("", [("c1", "final_result", '{"value": [1, 2, 3]}')]), Reply("[4, 5]"))
+    agent = ReActAgent(make_model(), tools=[calculator], output_type=list[int])
+    assert agent.run("Three numbers?").output == [1, 2, 3]
+    params = server.bodies[0]["tools"][1]["function"]["parameters"]
+    assert params["required"] == ["value"] and params["properties"]["value"]["type"] == "array"
+    assert agent.run("Two more?").output == [4, 5]

@@ -254,7 +254,15 @@ class OpenAIModel(Model):
             else:
                 if turn.whole:
                     self._learnt("stream")  # said in the header: nothing streams from it
-                yield turn.response(params, [t.name for t in tools or ()])
+                names = [t.name for t in tools or ()]
+                if tools and response_format is not None and response_format.get(
+                        "type") == "json_schema" and not self.takes("json_schema"):
+                    from . import final_tool  # the typed answer may come as its tool's call
+
+                    yield final_tool.answer(turn.response(params, [*names, final_tool.NAME]),
+                                            response_format)
+                    return
+                yield turn.response(params, names)
                 return
             finally:
                 if stream is not None:
@@ -345,13 +353,20 @@ class OpenAIModel(Model):
                 f"answered {e.status_code}: {_server_message(e)})")
 
     def _fit_format(self, params: dict[str, Any]) -> None:
-        """The best structured-output form this endpoint takes, in ``params``: the JSON schema,
-        else JSON mode - with "json" in the prompt, which DeepSeek's JSON mode requires - else
-        none (the agents' parsers read JSON the prompt asked for: the third form)."""
+        """The best structured-output form this endpoint takes, in ``params``: the JSON schema;
+        else, beside tools, a ``final_result`` tool whose arguments are the answer
+        (``final_tool``); else JSON mode - with "json" in the prompt, which DeepSeek's JSON mode
+        requires - else none (the agents' parsers read JSON the prompt asked for: the last
+        form)."""
         fmt = params.get("response_format")
         if not fmt or fmt.get("type") not in ("json_schema", "json_object"):
             return
         if fmt["type"] == "json_schema" and not self.takes("json_schema"):
+            if params.get("tools") and self.takes("tools"):  # beside tools: one more tool
+                from . import final_tool
+
+                final_tool.offer(params, fmt)
+                return
             fmt = {"type": "json_object"}
         if fmt["type"] == "json_object" and not self.takes("json_object"):
             del params["response_format"]
