@@ -257,7 +257,8 @@ class OpenAIModel(Model):
                 names = [t.name for t in tools or ()]
                 if tools and response_format is not None and response_format.get(
                         "type") == "json_schema" and not self.takes("json_schema"):
-                    from . import final_tool  # the typed answer may come as its tool's call
+                    # the typed answer may come as a call of its tool
+                    from . import final_tool
 
                     yield final_tool.answer(turn.response(params, [*names, final_tool.NAME]),
                                             response_format)
