@@ -274,10 +274,11 @@ AuditOpt = Annotated[Path | None, typer.Option(
     help="The audit log (hash-chained JSONL) of every tool call, approval and run; default: "
     "audit.jsonl in the user data directory ($TAO_DATA_DIR).")]
 NoAuditOpt = Annotated[bool, typer.Option("--no-audit", help="Write no audit log.")]
-JournalOpt = Annotated[Path | None, typer.Option(
-    "--journal", metavar="FILE", dir_okay=False, show_default=False,
-    help="The run journal (SQLite): every model reply and tool result, so that tao resume can "
-    "continue the run after a crash; TAO_JOURNAL=1: runs.db in the user data directory.")]
+JournalOpt = Annotated[str | None, typer.Option(
+    "--journal", metavar="FILE|URL", show_default=False,
+    help="The run journal: every model reply and tool result, so that tao resume can continue "
+    "the run after a crash - a SQLite file, or postgresql://... (any machine resumes it); "
+    "TAO_JOURNAL=1: runs.db in the user data directory.")]
 MaxTokensOpt = Annotated[int | None, typer.Option(
     "--max-tokens", min=1, show_default=False, help="Token budget of the run (prompt + completion).")]
 MaxCostOpt = Annotated[float | None, typer.Option(

@@ -35,7 +35,7 @@ RESUMABLE = ("run", "code", "chat")
 _NOT_RECORDED = ("journal", "task_file", "run_id", "resume_run")
 
 
-def journal_for(ctx: typer.Context, journal: Path | None) -> Any:
+def journal_for(ctx: typer.Context, journal: str | None) -> Any:
     """``--journal FILE`` (or ``TAO_JOURNAL``) of ``tao run``, ``tao code`` and ``tao chat``
     as a journal that records how the run was started (the command's options, the folder it ran
     in), so ``tao resume`` can start it again; None without either."""
@@ -47,7 +47,7 @@ def journal_for(ctx: typer.Context, journal: Path | None) -> Any:
     try:
         return Journal(journal if journal is not None else (None if env == "1" else env),
                        meta={"argv": recorded_argv(ctx), "cwd": os.getcwd()}).check()
-    except JournalError as e:
+    except (JournalError, ImportError) as e:
         raise fail(f"error: {e}", 2) from None
 
 
@@ -80,12 +80,18 @@ def recorded_argv(ctx: typer.Context) -> list[str]:
     return out
 
 
-def _journal(path: Path | None, must_exist: bool = True) -> Any:
-    from ..runs.journal import Journal, default_path
+def _journal(path: str | None, must_exist: bool = True) -> Any:
+    from ..runs.journal import Journal, JournalError, default_path
+    from ..runs.pg import is_url
 
-    where = path or (Path(os.environ["TAO_JOURNAL"]) if os.environ.get("TAO_JOURNAL", "0")
-                     not in ("0", "1") else default_path())
-    if must_exist and not where.exists():
+    env = os.environ.get("TAO_JOURNAL", "0")
+    where = path or (env if env not in ("0", "1") else str(default_path()))
+    if is_url(where):
+        try:
+            return Journal(where).check()
+        except (JournalError, ImportError) as e:
+            raise fail(f"error: {e}", 2) from None
+    if must_exist and not Path(where).exists():
         raise fail(f"error: no run journal at {where} (runs are journaled with --journal FILE "
                    "or TAO_JOURNAL=1)", 2)
     return Journal(where)
@@ -142,7 +148,7 @@ def resume_command(
     if row["status"] == "done":
         typer.echo(f"run {row['run_id'][:12]} is done already; its journal answers again",
                    err=True)
-    args, task_file = _rebuilt(argv, row, store.path)
+    args, task_file = _rebuilt(argv, row, store)
     from typer.main import get_command
 
     here, there = os.getcwd(), meta.get("cwd")
@@ -156,12 +162,12 @@ def resume_command(
             task_file.unlink(missing_ok=True)
 
 
-def _rebuilt(argv: list[str], row: dict[str, Any], journal: Path) -> tuple[list[str], Path | None]:
+def _rebuilt(argv: list[str], row: dict[str, Any], journal: Any) -> tuple[list[str], Path | None]:
     """The command's arguments as recorded, the task from the journal, this journal and the
     run's id (a ``tao chat`` answer: the run to answer again); and the task's temporary file."""
     import tempfile
 
-    where = str(journal.resolve())
+    where = journal.url or str(journal.path.resolve())
     if argv[0] == "chat":
         return [*argv, "--resume-run", row["run_id"], "--journal", where], None
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:

@@ -86,12 +86,43 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, fsync: bool = True,
                  meta: dict[str, Any] | None = None):
-        self.path = Path(path).expanduser() if path is not None else default_path()
+        from .pg import is_url, safe
+
+        #: a PostgreSQL URL (``tao.runs.pg``) instead of a file; ``path`` is then None
+        self.url: str | None = str(path) if is_url(path) else None
+        self.path: Path | None = None if self.url else (
+            Path(path).expanduser() if path is not None else default_path())
+        #: where it is, for messages and listings (a URL without its password)
+        self.where = safe(self.url) if self.url else str(self.path)
         self.fsync = fsync
         self.meta = meta  # kept with each new run: how to start it again (tao resume)
-        self._w = Writer(self.path, fsync, self._open)
+        self._w = Writer(self.url or self.path, fsync, self._open_pg if self.url else self._open)
+
+    @property
+    def target(self) -> str | Path:
+        """What opens this journal again: ``Journal(journal.target)``."""
+        return self.url or self.path  # type: ignore[return-value]
+
+    @property
+    def home(self) -> Path:
+        """The folder for what is kept beside the journal (the workbench's traces and key): the
+        file's folder, or the data directory for a journal in PostgreSQL."""
+        if self.path is not None:
+            return self.path.parent
+        from ..paths import data_dir
+
+        return data_dir()
+
+    def _open_pg(self) -> Any:
+        from .pg import JournalConnectError, PgConnection
+
+        try:
+            return PgConnection(self.url, self.fsync)  # type: ignore[arg-type]
+        except JournalConnectError as e:
+            raise JournalError(str(e)) from None
 
     def _open(self) -> sqlite3.Connection:
+        assert self.path is not None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -151,10 +182,10 @@ class Journal:
             "SELECT run_id, status, agent, model, task, started, updated, meta FROM runs "
             "WHERE run_id LIKE ? ESCAPE '\\'", (_like(run_id) + "%",)).fetchall())
         if not rows:
-            raise JournalError(f"no run {run_id!r} in the journal {self.path}")
+            raise JournalError(f"no run {run_id!r} in the journal {self.where}")
         rows = [r for r in rows if r[0] == run_id] or rows  # a whole id is that run's
         if len(rows) > 1:
-            raise JournalError(f"{run_id!r} is the start of {len(rows)} runs' ids in {self.path}; "
+            raise JournalError(f"{run_id!r} is the start of {len(rows)} runs' ids in {self.where}; "
                                "give more of it")
         keys = ("run_id", "status", "agent", "model", "task", "started", "updated", "meta")
         return dict(zip(keys, rows[0]), meta=json.loads(rows[0][7] or "{}"))

@@ -58,9 +58,13 @@ class Writer:
     """The connection of one ``Journal`` in this process, its queue and its writer thread.
     ``lock`` guards the connection (one commit or read at a time); ``cv`` the queue."""
 
-    def __init__(self, path: Path, fsync: bool, connect: Callable[[], sqlite3.Connection]):
+    def __init__(self, path: Path | str, fsync: bool, connect: Callable[[], Any]):
+        """``path``: the SQLite file, or a PostgreSQL URL (``tao.runs.pg``: no checkpoints to
+        make, the server makes its own)."""
         self.path, self.fsync, self.connect = path, fsync, connect
-        self.key = os.path.realpath(path)  # the file, wherever the cwd goes later
+        self.file = isinstance(path, Path)
+        #: the file, wherever the cwd goes later; or the URL
+        self.key = os.path.realpath(path) if isinstance(path, Path) else path
         self._fresh()
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -189,9 +193,10 @@ class Writer:
         self.committed += n
         if self.writes == self.kill:
             os.kill(os.getpid(), signal.SIGKILL)
-        if self.writes // CHECKPOINT_EVERY != (self.writes - len(batch)) // CHECKPOINT_EVERY:
+        if self.file and \
+                self.writes // CHECKPOINT_EVERY != (self.writes - len(batch)) // CHECKPOINT_EVERY:
             if self.checkpoints is None or not self.checkpoints.serves():
-                self.checkpoints = _Checkpointer(self.path)
+                self.checkpoints = _Checkpointer(Path(self.path))
             self.checkpoints.wake()
 
     def _one_by_one(self, batch: list[Statement], full: bool) -> BaseException | None:

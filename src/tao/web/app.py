@@ -123,7 +123,7 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     app = FastAPI(title="tao workbench", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     app.state.tao = server
-    app.add_middleware(Gate, token=token, key=session_key(server.journal_path.parent),
+    app.add_middleware(Gate, token=token, key=session_key(server.reader.home),
                        max_body=max_body)
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -62,8 +62,8 @@ class Server:
         #: the server's own handle on the journal, for listing and finding runs (each run writes
         #: through its own, which carries the run's meta)
         self.reader = Journal(journal).check()  # a bad path is said at start-up
-        self.journal_path = self.reader.path
-        self.traces = self.journal_path.parent / "web-traces"
+        self.journal_path = self.reader.target  # a file, or a PostgreSQL URL
+        self.traces = self.reader.home / "web-traces"
         self.models = dict(models)
         self.workspace_root = Path(workspace_root)
         self.sessions: dict[str, Session] = {}
