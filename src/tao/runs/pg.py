@@ -42,6 +42,18 @@ def safe(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
+def create(db: Any, schema: str) -> None:
+    """``CREATE TABLE IF NOT EXISTS ...`` on a connection in autocommit, safe when other
+    processes make the same tables at the same moment (PostgreSQL then raises a unique
+    violation on its catalogue instead of skipping: the tables exist, which is what was asked)."""
+    import psycopg
+
+    try:
+        db.execute(schema)
+    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+        db.execute(schema)  # made by the other one meanwhile: now it is a no-op
+
+
 class PgConnection:
     """A psycopg connection that takes the journal's SQLite-dialect statements."""
 
@@ -54,7 +66,7 @@ class PgConnection:
         self._error = psycopg.Error
         try:
             self.db = psycopg.connect(url, autocommit=True)
-            self.db.execute(SCHEMA)
+            create(self.db, SCHEMA)
             self.db.execute("SET synchronous_commit TO " + ("on" if fsync else "off"))
         except psycopg.Error as e:
             raise JournalConnectError(f"cannot open the run journal at {safe(url)}: "
