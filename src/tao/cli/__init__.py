@@ -36,6 +36,7 @@ from . import mcp as _mcp  # noqa: F401 - registers tao mcp serve
 from . import index as _index  # noqa: F401 - registers tao index DIR
 from . import runs as _runs  # noqa: F401 - registers tao runs, tao resume, tao replay
 from . import serve as _serve  # noqa: F401 - registers tao serve (FastAPI loads when it runs)
+from . import worker as _worker  # noqa: F401 - registers tao worker (DBOS loads when it runs)
 from ..evals.cli import eval_command  # tao eval lives in its own room
 
 app.command("eval")(eval_command)

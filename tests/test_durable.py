@@ -1,0 +1,113 @@
+"""Runs executed by a pool of workers on DBOS, durable in PostgreSQL (issue 29, points 2-4).
+
+Two ``tao worker`` processes take submitted runs from the queue; one is SIGKILLed while it pays
+(a side effect keyed by tao's idempotency key); the other hands its runs back to the queue and
+finishes them from the journal. Every run ends "done" with the answer an undisturbed run gives,
+and every payment is made exactly once. Against a real PostgreSQL (pgserver)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+psycopg = pytest.importorskip("psycopg")
+
+import durable_scripts
+
+from tao.durable import result, submit
+from tao.runs import Journal
+from tao.runs.event_log import EventLog
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def pool(pg_url, monkeypatch):
+    """``start()`` a ``tao worker`` process on a fresh database; all stopped at the end."""
+    name = f"pool{os.getpid()}_{time.monotonic_ns()}"
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute(f'CREATE DATABASE "{name}"')
+    head, _, query = pg_url.partition("?")
+    url = head.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
+    monkeypatch.setenv("TAO_TEST_PG", url)
+    durable_scripts._db().close()  # the test's tables, before the workers race to make them
+    env = {**os.environ, "TAO_TEST_PG": url, "TAO_TEST_PAY_S": "0.5",
+           "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+    procs: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "tao", "worker", "--journal", url,
+                                 "--concurrency", "4"], env=env, cwd=HERE,
+                                stderr=subprocess.PIPE, text=True)
+        line = proc.stderr.readline()
+        assert line.startswith("tao worker "), line
+        procs.append(proc)
+        return proc
+
+    start.url = url
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def paid_and_tried(url):
+    with psycopg.connect(url) as db:
+        paid = dict(db.execute("SELECT name, count(*) FROM paid GROUP BY name").fetchall())
+        tried = dict(db.execute("SELECT name, count(*) FROM attempts GROUP BY name").fetchall())
+        pids = {r[0] for r in db.execute("SELECT DISTINCT pid FROM attempts").fetchall()}
+    return paid, tried, pids
+
+
+def test_a_worker_killed_mid_payment_leaves_every_run_done_and_every_payment_single(pool):
+    first, second = pool(), pool()
+    n = 40
+    ids = [submit(pool.url, f"pay p{i}", model="py:durable_scripts:model",
+                  tools=["durable_scripts:pay"], fsync=False) for i in range(n)]
+    deadline = time.monotonic() + 60
+    while first.pid not in paid_and_tried(pool.url)[2]:  # the victim is inside a payment
+        assert time.monotonic() < deadline, "the first worker took no run"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    results = [result(pool.url, rid, timeout=120) for rid in ids]
+    assert [r.status for r in results] == ["done"] * n
+    assert [r.answer for r in results] == [f"done: paid p{i} (1)" for i in range(n)]
+    paid, tried, pids = paid_and_tried(pool.url)
+    assert paid == {f"p{i}": 1 for i in range(n)}  # each payment exactly once
+    assert max(tried.values()) == 2  # some were cut mid-way and tried again: under the same key
+    assert pids == {first.pid, second.pid}
+    runs = Journal(pool.url).runs(limit=100)
+    assert len(runs) == n and {r["status"] for r in runs} == {"done"}
+
+
+def test_a_run_on_a_worker_streams_its_events_to_any_reader(pool):
+    pool()
+    rid = submit(pool.url, "pay ann", model="py:durable_scripts:model",
+                 tools=["durable_scripts:pay"], fsync=False)
+
+    async def follow():
+        return [e async for e in EventLog(pool.url).follow(rid, timeout=60)]
+
+    import asyncio
+
+    events = asyncio.run(follow())
+    assert events[0].kind == "run_started" and events[-1].kind == "run_finished"
+    assert events[-1].result.answer == "done: paid ann (1)" == result(pool.url, rid).answer
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_bad_submission_is_refused_before_it_is_queued(pool):
+    with pytest.raises(ValueError, match="unknown agent"):
+        submit(pool.url, "x", agent="nope")
