@@ -179,6 +179,9 @@ def main() -> None:
               f"{sorted(set(paid.values()))} per name ({len(paid)} names); {again} payments "
               f"tried twice (cut mid-way), made once")
     finally:
+        from tao.durable.submit import forget
+
+        forget()
         server.cleanup()
 
 

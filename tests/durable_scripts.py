@@ -43,3 +43,12 @@ def model() -> ScriptedModel:
         return tool_call("pay", name=task.split()[-1])
 
     return ScriptedModel([turn, turn])
+
+
+def calc_model() -> ScriptedModel:
+    """Adds 40 and 2 with the calculator (a slow first turn), then answers with the result."""
+    def first(messages):
+        time.sleep(0.3)
+        return tool_call("calculator", operation="add", a=40, b=2)
+
+    return ScriptedModel([first, lambda messages: f"it is {messages[-1].content}"])

@@ -22,6 +22,7 @@ psycopg = pytest.importorskip("psycopg")
 import durable_scripts
 
 from tao.durable import result, submit
+from tao.durable.submit import forget
 from tao.runs import Journal
 from tao.runs.event_log import EventLog
 
@@ -53,6 +54,7 @@ def pool(pg_url, monkeypatch):
 
     start.url = url
     yield start
+    forget(url)
     for proc in procs:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -111,3 +113,31 @@ def test_a_run_on_a_worker_streams_its_events_to_any_reader(pool):
 def test_a_bad_submission_is_refused_before_it_is_queued(pool):
     with pytest.raises(ValueError, match="unknown agent"):
         submit(pool.url, "x", agent="nope")
+
+
+def test_the_workbench_sends_runs_to_the_pool_and_streams_them_back(pool):
+    pytest.importorskip("fastapi")
+    from web_helpers import Served, sse, start
+
+    from tao.web import create_app
+
+    pool()
+    app = create_app(journal=pool.url, models={"scripted": "py:durable_scripts:calc_model"},
+                     workers=True, audit=None)
+    with Served(app) as served, served.client() as c:
+        c.get("/")
+        run_id = start(c, model={"name": "scripted"}, task="40 + 2?")
+        first = sse(c, run_id, limit=3)  # the page drops, then reconnects
+        rest = sse(c, run_id, last=int(first[-1]["id"]))
+        listed = c.get("/api/runs").json()["runs"]
+        for refused in ({"tools": ["workspace"]}, {"model": {"name": "py:os:getcwd"}},
+                        {"approve": ["calculator"]}, {"agent": "code"}):
+            body = {"model": {"name": "scripted"}, **refused}
+            r = c.post("/api/runs", json={"agent": "react", "tools": ["calculators"],
+                                          "task": "x", **body})
+            assert r.status_code == 400 and r.json()["code"] == "not_in_pool", (refused, r.text)
+    events = [m["data"] for m in first + rest[:-1]]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    assert events[-1]["result"]["answer"] == "it is 42" and rest[-1]["data"] == {"status": "done"}
+    assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "done")]

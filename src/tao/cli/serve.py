@@ -38,6 +38,10 @@ def serve_command(
     max_runs: Annotated[int, typer.Option(
         "--max-runs", min=1, help="Runs going at once on the whole server, all users together "
         "(each holds the embedded model or spends an endpoint's key); more get 429.")] = 16,
+    workers: Annotated[bool, typer.Option(
+        "--workers", help="Send runs to the pool of `tao worker` processes on --journal "
+        "postgresql://... instead of running them here; their events come back through it.")]
+        = False,
 ) -> None:
     """The web workbench: pick an agent, a model and tools, and watch the run live."""
     try:
@@ -51,7 +55,7 @@ def serve_command(
         token = secrets.token_urlsafe(24)
     try:
         web = create_app(token=token, journal=journal, workspace_root=workspaces,
-                         audit=_audit(audit, no_audit), max_runs=max_runs)
+                         audit=_audit(audit, no_audit), max_runs=max_runs, workers=workers)
     except Exception as e:  # noqa: BLE001 - a journal that cannot be opened: say it, exit 2
         raise fail(f"error: {e}", 2) from None
     shown = f"[{host}]" if ":" in host else host

@@ -28,23 +28,40 @@ def _client(url: str) -> Any:
     return client
 
 
+def forget(url: str | None = None) -> None:
+    """Close the client of ``url`` (None: every client): its listener stops. Before the
+    database goes away (tests), or when a process is done submitting."""
+    for key in [url] if url is not None else list(_CLIENTS):
+        client = _CLIENTS.pop(key, None)
+        if client is not None:
+            client.destroy()
+
+
 def submit(url: str, task: str, *, agent: str = "react", model: str = "auto",
            tools: Sequence[str] | None = None, max_turns: int | None = None,
-           run_id: str | None = None, queue: str = QUEUE, fsync: bool = True) -> str:
+           run_id: str | None = None, queue: str = QUEUE, fsync: bool = True,
+           meta: dict[str, Any] | None = None) -> str:
     """Queue ``task`` for the pool at ``url`` (a PostgreSQL URL: the journal's); its run id.
     ``tools``: what ``tao run --tools`` takes (module paths; None: the calculators); ``model``:
     what ``tao run --model`` takes, or ``py:module:factory``. The same run id submitted twice
-    is one run (DBOS keeps one workflow per id)."""
+    is one run (DBOS keeps one workflow per id). ``meta``: kept in the journal's row of the run
+    (the workbench keeps whose run it is there)."""
     from ..factory import AgentSpec
     from .workflow import NAME
 
     AgentSpec(agent=agent, max_turns=max_turns)  # a bad agent or max_turns: said here, not later
     rid = run_id or uuid.uuid4().hex
     payload = {"journal": url, "run_id": rid, "task": task, "agent": agent, "model": model,
-               "tools": list(tools) if tools else None, "max_turns": max_turns, "fsync": fsync}
+               "tools": list(tools) if tools else None, "max_turns": max_turns, "fsync": fsync,
+               "meta": meta}
     _client(url).enqueue({"queue_name": queue, "workflow_name": NAME, "workflow_id": rid,
                           "app_version": VERSION}, payload)
     return rid
+
+
+def cancel(url: str, run_id: str) -> None:
+    """Stop the run: a queued one never starts, a running one stops at its next step."""
+    _client(url).cancel_workflow(run_id)
 
 
 def result(url: str, run_id: str, timeout: float | None = None) -> Any:

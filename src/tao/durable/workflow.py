@@ -42,7 +42,7 @@ def execute(payload: dict[str, Any]) -> dict[str, Any]:
 
     url, run_id = payload["journal"], payload["run_id"]
     tools = load_all(payload["tools"]) if payload.get("tools") else None
-    journal = Journal(url, fsync=payload.get("fsync", True))
+    journal = Journal(url, fsync=payload.get("fsync", True), meta=payload.get("meta"))
     spec = AgentSpec(agent=payload.get("agent", "react"), max_turns=payload.get("max_turns"),
                      tools=tools, guard={"journal": journal})
     agent = build_agent(spec, load_model(payload.get("model", "auto")))

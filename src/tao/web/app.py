@@ -82,7 +82,7 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
                journal_fsync: bool = False,
                audit: str | os.PathLike[str] | bool | None = True,
                audit_fsync: bool = False, max_runs: int = MAX_RUNS,
-               max_body: int = MAX_BODY) -> FastAPI:
+               max_body: int = MAX_BODY, workers: bool = False) -> FastAPI:
     """The workbench app. ``token``: every ``/api`` request must carry it (Bearer header or the
     ``tao_token`` cookie that ``/?token=T`` sets); without one only local Host names are
     served (no DNS rebinding). ``journal``: the run journal (default: the user's ``runs.db``).
@@ -101,19 +101,23 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
     the chain's check (``tao audit verify``). ``max_runs``: runs going at once on the whole
     server (429 past it; each session has its own cap too); ``max_body``: the largest request
     body read, in bytes (413 past it). Session ids are signed with a key kept beside the journal
-    (``web-session.key``), so they survive a restart and no one else can make one up."""
+    (``web-session.key``), so they survive a restart and no one else can make one up.
+    ``workers``: runs go to the pool of ``tao worker`` processes on ``journal``, a PostgreSQL
+    URL (``tao.web.pooled``), and their events come back through it."""
     from ..runs.journal import default_path
+    from ..runs.pg import is_url
 
-    jpath = Path(journal) if journal is not None else default_path()
+    jpath: Any = journal if is_url(journal) else (
+        Path(journal) if journal is not None else default_path())
     log = None
     if audit is not None and audit is not False:
         from ..guard.audit import AuditLog
 
         log = AuditLog(None if audit is True else audit, fsync=audit_fsync).check()  # said now
     server = Server(journal=jpath, models=models or {}, fsync=journal_fsync, audit=log,
-                    max_runs=max_runs,
+                    max_runs=max_runs, workers=workers,
                     workspace_root=Path(workspace_root) if workspace_root is not None
-                    else jpath.expanduser().parent / "workspaces")
+                    else _home(jpath) / "workspaces")
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
@@ -272,3 +276,11 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
 
     return app
 
+
+def _home(journal: Any) -> Path:
+    """The folder beside the journal file; the data directory for a journal in PostgreSQL."""
+    if isinstance(journal, Path):
+        return journal.expanduser().parent
+    from ..paths import data_dir
+
+    return data_dir()

@@ -52,12 +52,18 @@ class Server:
     """What ``create_app`` serves: sessions, the journal, the model factories."""
 
     def __init__(self, *, journal: Any, models: dict[str, Any], workspace_root: Path,
-                 fsync: bool = False, audit: Any = None, max_runs: int = MAX_RUNS):
+                 fsync: bool = False, audit: Any = None, max_runs: int = MAX_RUNS,
+                 workers: bool = False):
         from ..runs.journal import Journal
 
         if max_runs < 1:
             raise ValueError(f"max_runs must be at least 1, not {max_runs}")
         self.fsync, self.max_runs = fsync, max_runs
+        #: runs go to the pool of ``tao worker`` processes on the journal's PostgreSQL
+        self.workers = workers
+        if workers and not isinstance(journal, str):
+            raise ValueError("runs go to the workers through the journal's PostgreSQL: give "
+                             "journal=postgresql://... with workers=True")
         self.audit = audit  # an AuditLog, or None
         #: the server's own handle on the journal, for listing and finding runs (each run writes
         #: through its own, which carries the run's meta)
@@ -76,7 +82,12 @@ class Server:
 
     # -- starting runs ---------------------------------------------------------------------------
     async def start(self, session: Session, req: RunRequest, agent: str) -> LiveRun:
-        """Build the run now (what cannot be built is an error for this request) and start it."""
+        """Build the run now (what cannot be built is an error for this request) and start it
+        - or, with ``workers``, queue it for the pool (``web.pooled``)."""
+        if self.workers:
+            from . import pooled
+
+            return await pooled.start(self, session, req, agent)
         run, built = await self._prepare(session, req, agent)
         run.task_handle = asyncio.create_task(self._drive(run, built, req.task))
         return run
@@ -128,15 +139,19 @@ class Server:
         live.task_handle = asyncio.create_task(self._drive(live, built, req.task))
         return live
 
-    async def _prepare(self, session: Session, req: RunRequest, agent: str,
-                       run_id: str | None = None) -> tuple[LiveRun, Built]:
-        from ..runs.journal import Journal
-
+    def admit(self, session: Session) -> None:
+        """Room for one more live run, for this session and on the server; else 429."""
         if sum(r.live for r in session.runs.values()) >= MAX_LIVE:
             raise Refusal(429, "too_many", n=MAX_LIVE)
         if sum(r.live for sess in self.sessions.values() for r in sess.runs.values()) \
                 >= self.max_runs:
             raise Refusal(429, "server_busy", n=self.max_runs)
+
+    async def _prepare(self, session: Session, req: RunRequest, agent: str,
+                       run_id: str | None = None) -> tuple[LiveRun, Built]:
+        from ..runs.journal import Journal
+
+        self.admit(session)
         session = self.sessions.setdefault(session.id, session)
         run_id = run_id or uuid.uuid4().hex
         trace = self.traces / f"{run_id}.jsonl"
