@@ -122,13 +122,15 @@ def test_a_bad_submission_is_refused_before_it_is_queued(pool):
         submit(pool.url, "x", agent="nope")
 
 
-def test_the_workbench_sends_runs_to_the_pool_and_streams_them_back(pool):
+def test_the_workbench_sends_runs_to_the_pool_and_streams_them_back(pool, monkeypatch, tmp_path):
     pytest.importorskip("fastapi")
     from web_helpers import Served, sse, start
 
     from tao.web import create_app
 
     pool()
+    monkeypatch.setenv("TAO_WEB_SESSION_KEY", "k" * 40)  # what the servers of one pool share
+    monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path / "first"))
     app = create_app(journal=pool.url, models={"scripted": "py:durable_scripts:calc_model"},
                      workers=True, audit=None)
     with Served(app) as served, served.client() as c:
@@ -143,7 +145,15 @@ def test_the_workbench_sends_runs_to_the_pool_and_streams_them_back(pool):
             r = c.post("/api/runs", json={"agent": "react", "tools": ["calculators"],
                                           "task": "x", **body})
             assert r.status_code == 400 and r.json()["code"] == "not_in_pool", (refused, r.text)
+        # another server behind the same balancer: the same session (its signed cookie) finds
+        # the run in the journal and streams it from PostgreSQL
+        monkeypatch.setenv("TAO_DATA_DIR", str(tmp_path / "second"))  # another machine
+        other = create_app(journal=pool.url, workers=True, audit=None)
+        with Served(other) as second, second.client() as c2:
+            c2.cookies.update(c.cookies)
+            again = sse(c2, run_id)
     events = [m["data"] for m in first + rest[:-1]]
+    assert [m["data"] for m in again[:-1]] == events
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
     assert events[-1]["result"]["answer"] == "it is 42" and rest[-1]["data"] == {"status": "done"}

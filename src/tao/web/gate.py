@@ -51,7 +51,14 @@ def _cookie(name: str, value: str) -> tuple[bytes, bytes]:
 
 
 def session_key(folder: Path) -> bytes:
-    """The server's key for session ids, made once (mode 0600) in ``folder``."""
+    """The server's key for session ids, made once (mode 0600) in ``folder``; or
+    ``$TAO_WEB_SESSION_KEY`` (32 characters or more), which several servers behind one
+    balancer share, so a page's session holds on whichever answers."""
+    shared = os.environ.get("TAO_WEB_SESSION_KEY", "")
+    if shared:
+        if len(shared) < 32:
+            raise ValueError("TAO_WEB_SESSION_KEY must be 32 characters or more")
+        return shared.encode()
     path = Path(folder).expanduser() / "web-session.key"
     try:
         key = path.read_bytes()

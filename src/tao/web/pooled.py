@@ -63,7 +63,30 @@ async def start(server: Any, session: Any, req: RunRequest, agent: str) -> LiveR
     return run
 
 
-async def relay(url: str, run: LiveRun) -> None:
+def found(server: Any, row: dict[str, Any]) -> LiveRun:
+    """A run of the pool this server did not start (another server behind the same balancer
+    did, or this one before a restart): its events so far from PostgreSQL, and - while its
+    journal says it is running - the rest as they come."""
+    from ..runs.event_log import EventLog
+
+    log = EventLog(server.journal_path)
+    try:
+        events = log.read(row["run_id"])
+    finally:
+        log.close()
+    run = LiveRun(row["run_id"], row["agent"] or "", row["model"] or "", row["task"] or "",
+                  started=row["started"] or 0.0, status="running")
+    for event in events:
+        run.add(event.to_dict())
+    if run.result is not None or row["status"] not in (None, "running"):
+        run.finish((run.result or {}).get("status") or row["status"] or "error")
+    else:
+        after = run.items[-1].seq if run.items else 0
+        run.task_handle = asyncio.create_task(relay(server.journal_path, run, after))
+    return run
+
+
+async def relay(url: str, run: LiveRun, after: int = 0) -> None:
     """The run's events from PostgreSQL into its buffer, until its ``RunFinished``; a page's
     cancel stops the run on its worker."""
     from ..durable.submit import cancel
@@ -71,7 +94,7 @@ async def relay(url: str, run: LiveRun) -> None:
 
     status = "error"
     try:
-        async for event in EventLog(url).follow(run.run_id):
+        async for event in EventLog(url).follow(run.run_id, after=after):
             if run.status == "queued":
                 run.status = "running"
             run.add(event.to_dict())

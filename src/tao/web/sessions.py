@@ -281,6 +281,13 @@ class Server:
         if row is None or (row["meta"].get("web") or {}).get("session") != session.key:
             return None
         web = row["meta"]["web"]
+        if web.get("pool"):  # a run of the pool: its events are in PostgreSQL, maybe still coming
+            from . import pooled
+
+            run = pooled.found(self, row)
+            run.owner = session.key
+            session.runs[run_id] = run
+            return run
         try:
             with open(web["trace"], encoding="utf-8") as f:
                 run = replayed(row["run_id"], row["agent"] or "", row["model"] or "", row["task"] or "",
