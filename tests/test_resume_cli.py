@@ -73,3 +73,23 @@ def test_replay_shows_a_recorded_trace_again(env, tmp_path):
     tao("run", "What is 15 * 27?", "--trace", str(trace), "--json", env=env)
     shown = tao("replay", str(trace), env={**env, "COLUMNS": "100"}).stdout
     assert "calculator" in shown and "405" in shown
+
+
+def test_a_run_killed_on_one_machine_is_resumed_by_tao_resume_from_postgresql(env, tmp_path,
+                                                                             pg_url):
+    """``--journal postgresql://...``: the killed run is in the database, not in a file of the
+    machine that ran it; ``tao resume`` run from another folder and data directory (another
+    machine, as far as tao can tell) continues it."""
+    env, server = env
+    server.push(MULTIPLY)
+    killed = tao("run", "What is 15 * 27?", "--journal", pg_url, "--json",
+                 env={**env, "TAO_TEST_KILL_AT": "2"}, check=False)
+    assert killed.returncode == -9
+    elsewhere = {**env, "TAO_DATA_DIR": str(tmp_path / "another-machine")}
+    (run,) = [r for r in json.loads(tao("runs", "--json", "--journal", pg_url,
+                                        env=elsewhere).stdout) if r["task"] == "What is 15 * 27?"]
+    assert run["status"] == "running"
+    server.push(Reply("15 * 27 = 405"))
+    resumed = tao("resume", run["run_id"][:8], "--journal", pg_url, env=elsewhere)
+    assert json.loads(resumed.stdout)["answer"] == "15 * 27 = 405"
+    assert len(server.requests) == 2  # the first reply came from the journal in PostgreSQL
