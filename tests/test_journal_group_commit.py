@@ -153,14 +153,36 @@ def test_fsync_true_syncs_the_commit_that_holds_a_start_and_only_that(tmp_path, 
     run.started("look", {"q": 1}, wait=False)  # no side effects: behind, no fsync of its own
     assert trace == []
     run.started("send", {"to": "ann"})  # side effects: one fsynced commit, all four in it
-    statements = [t.split(" (")[0].split(" VALUES")[0] for t in trace]
+    # the three records are one INSERT of three rows (tao.runs.writer._joined)
+    statements = [t.split(" (")[0].split(" VALUES")[0] + "".join(
+        f" #{n}" for n in range(2, t.count(",('r1',") + 2)) for t in trace]
     assert statements == ["PRAGMA synchronous=FULL", "BEGIN", "INSERT INTO runs",
-                          "INSERT INTO records", "INSERT INTO records", "INSERT INTO records",
-                          "COMMIT", "PRAGMA synchronous=NORMAL"]
+                          "INSERT INTO records #2 #3", "COMMIT", "PRAGMA synchronous=NORMAL"]
+    assert [seq for seq, _, _ in committed(tmp_path / "runs.db")] == [1, 2, 3]
     trace.clear()
     run.note("x", {})
     journal.flush()  # a flush with nothing that must be synced: no FULL
     assert [t.split(" (")[0].split(" VALUES")[0] for t in trace] == ["INSERT INTO records"]
+    journal.close()
+
+
+def test_a_long_queue_is_committed_whole_in_order_across_joined_inserts(tmp_path, slow_writer):
+    """More records than one joined INSERT takes (``JOIN_ROWS``), between two other kinds of
+    statement: every row lands once, in order, with its own data."""
+    journal = Journal(tmp_path / "runs.db", fsync=False)
+    run = journal.start("r1", "react", "scripted", "x")
+    trace: list[str] = []
+    journal._conn().set_trace_callback(trace.append)
+    n = 2 * writer.JOIN_ROWS + 3
+    for i in range(n):
+        run.note("n", {"i": i})
+    run.finish("done")  # an UPDATE after them, in the same transaction
+    rows = [t.count("('r1',") for t in trace if t.startswith("INSERT INTO records")]
+    assert rows == [writer.JOIN_ROWS, writer.JOIN_ROWS, 3]  # no statement failed and was redone
+    assert trace[0] == "BEGIN" and trace[-1] == "COMMIT" and trace[-2].startswith("UPDATE runs")
+    assert [r["data"]["i"] for r in journal.records("r1")] == list(range(n))
+    assert [seq for seq, _, _ in committed(tmp_path / "runs.db")] == list(range(1, n + 1))
+    assert journal.find("r1")["status"] == "done"
     journal.close()
 
 

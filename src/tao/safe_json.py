@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 #: Deeper than any real tool call or plan; shallow enough that walking it never nears the stack limit.
@@ -78,23 +80,27 @@ def dumps(value: Any, **kwargs: Any) -> str:
     writes what ``loads`` reads back: what it cannot (nesting deeper than ``MAX_DEPTH``, a cycle,
     a huge integer, an object whose ``str`` fails) is written as a short note in its place. Lone
     surrogates come out as ``\\uXXXX`` escapes, so the text always encodes as UTF-8."""
-    kwargs.setdefault("ensure_ascii", False)
-    kwargs.setdefault("default", str)
     try:
-        if kwargs.keys() <= _CACHED and kwargs["default"] is str and not kwargs["ensure_ascii"] \
+        if not kwargs:  # the common call: the cached encoder, no keyword handling
+            text = "".join(_encoder(_DEFAULT)(value, 0))
+        elif kwargs.keys() <= _CACHED and kwargs.get("default", str) is str \
+                and not kwargs.get("ensure_ascii", False) \
                 and type(kwargs.get("separators", ())) is tuple:
-            text = _encoder((bool(kwargs.get("sort_keys")), kwargs.get("separators"))).encode(value)
+            text = "".join(_encoder((bool(kwargs.get("sort_keys")),
+                                     kwargs.get("separators")))(value, 0))
         else:
-            text = json.dumps(value, **kwargs)
+            text = json.dumps(value, **{"ensure_ascii": False, "default": str, **kwargs})
         if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(value):
             raise RecursionError  # it would not read back through ``loads``
     except Exception:  # noqa: BLE001 - RecursionError, a cycle, a huge int, a failing __str__...
-        text = json.dumps(_tame(value, MAX_DEPTH, set()), **{**kwargs, "default": _note})
+        kwargs = {"ensure_ascii": False, **kwargs, "default": _note}
+        text = json.dumps(_tame(value, MAX_DEPTH, set()), **kwargs)
     return escape_surrogates(text)
 
 
 _CACHED = frozenset({"ensure_ascii", "default", "sort_keys", "separators"})
-_ENCODERS: dict[tuple[bool, Any], json.JSONEncoder] = {}
+_DEFAULT: tuple[bool, Any] = (False, None)
+_ENCODERS: dict[tuple[bool, Any], Callable[[Any, int], Any]] = {}
 
 
 def plain(value: Any, sort_keys: bool = False, room: int = 0) -> str | None:
@@ -102,7 +108,7 @@ def plain(value: Any, sort_keys: bool = False, room: int = 0) -> str | None:
     also nested ``room`` levels deep inside another value - else None (it would be tamed): a
     value's text to splice into a larger JSON text that ``dumps`` would write the same."""
     try:
-        text = _encoder((sort_keys, None)).encode(value)
+        text = "".join(_encoder((sort_keys, None))(value, 0))
     except Exception:  # noqa: BLE001 - what dumps tames
         return None
     if text.count("[") + text.count("{") > MAX_DEPTH - room and too_deep(value, MAX_DEPTH - room):
@@ -110,11 +116,24 @@ def plain(value: Any, sort_keys: bool = False, room: int = 0) -> str | None:
     return escape_surrogates(text)
 
 
-def _encoder(key: tuple[bool, Any]) -> json.JSONEncoder:
-    encoder = _ENCODERS.get(key)  # json.dumps makes a new one per call with kwargs
+def _encoder(key: tuple[bool, Any]) -> Callable[[Any, int], Any]:
+    """``json.dumps``'s encoder for ``(sort_keys, separators)`` (``ensure_ascii=False``,
+    ``default=str``), made once: ``json.dumps`` makes one per call with keywords, and
+    ``JSONEncoder.encode`` makes its C encoder per call too (~1 us, as much as encoding a
+    tool's arguments). ``"".join(encoder(value, 0))`` is ``json.dumps``'s text. Made without
+    ``check_circular``'s table, which one encoder shared by threads cannot keep: a cycle ends
+    in ``RecursionError`` instead of ``ValueError``, and is tamed the same."""
+    encoder = _ENCODERS.get(key)
     if encoder is None:
-        encoder = _ENCODERS[key] = json.JSONEncoder(ensure_ascii=False, default=str,
-                                                    sort_keys=key[0], separators=key[1])
+        item, colon = key[1] or (", ", ": ")
+        try:
+            encoder = c_make_encoder(None, str, encode_basestring, None, colon, item, key[0],
+                                     False, True)
+        except TypeError:  # no C accelerator (None), or one that is made another way
+            py = json.JSONEncoder(ensure_ascii=False, default=str, sort_keys=key[0],
+                                  separators=key[1])
+            encoder = lambda value, _: (py.encode(value),)
+        _ENCODERS[key] = encoder
     return encoder
 
 

@@ -173,10 +173,12 @@ class AuditLog:
         a record that is not a dict or uses a reserved key, ``OSError`` when the file cannot be
         written, ``AuditError`` when an earlier line's fsync failed (this line is then not
         written)."""
+        if self._mode == _NONE:  # nothing to fsync: no event loop to look for
+            return self._write(record, secret, False)[0]
         loop = _running_loop()
         now = self._mode == _RECORD and loop is None  # fsync'd here, before it returns
         entry, first = self._write(record, secret, now)
-        if self._mode == _NONE or now:
+        if now:
             return entry
         syncer = _syncer(self._key)
         ticket = syncer.put(self, first)
@@ -223,10 +225,11 @@ class AuditLog:
         ``(entry, whether the file was new)``."""
         if not isinstance(record, dict):
             raise ValueError(f"an audit record is a dict, not {type(record).__name__}")
-        clash = RESERVED.intersection(record)
-        if clash:
-            raise ValueError(f"audit records cannot set {sorted(clash)}: the log writes them")
-        self._raise_lost()
+        if not RESERVED.isdisjoint(record):
+            raise ValueError(f"audit records cannot set {sorted(RESERVED.intersection(record))}: "
+                             "the log writes them")
+        if self._lost:
+            self._raise_lost()
         names = self.secret.union(secret) if secret else self.secret
         # copied only where something is redacted: most records have nothing to hide
         clean = redact(record, names, self._env) if needs_redaction(
@@ -472,7 +475,10 @@ class _Fd(int):
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)  # a line: one write, but a write may be cut short
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         view = view[os.write(fd, view):]
 
