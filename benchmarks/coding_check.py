@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 CHROMIUM = os.environ.get("TAO_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -43,11 +44,12 @@ class Verdict:
 # -- web ------------------------------------------------------------------------------------------
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     #: served as UTF-8 whether or not the page says <meta charset>: the judge is not about that
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-                      ".css": "text/css; charset=utf-8"}
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+        ".css": "text/css; charset=utf-8"}
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -176,14 +178,14 @@ def python(folder: Path, hidden: str, own_tests: bool = False) -> Verdict:
         env = dict(os.environ, PYTHONPATH=str(work), PYTHONDONTWRITEBYTECODE="1")
         run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                               "--rootdir", str(work), str(judge_dir)], cwd=work, env=env,
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, check=False)
         if run.returncode != 0:
             return Verdict(False, "hidden tests: " + _tail(run.stdout))
         if own_tests:
             shutil.rmtree(judge_dir)
             own = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                   "--rootdir", str(work)], cwd=work, env=env,
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=120, check=False)
             if own.returncode == 5:
                 return Verdict(False, "the task asks for tests; the agent wrote none pytest finds")
             if own.returncode != 0:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coding_check as cc  # noqa: E402 - beside this file
+import coding_check as cc  # beside this file
 
 HERE = Path(__file__).resolve().parent
 
@@ -151,7 +151,7 @@ def run_task(task: Task, src: Path, max_turns: int, keep: Path | None, timeout: 
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, check=False)
         log = proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as e:
         log = f"timed out after {timeout:.0f} s\n{e.stdout or ''}"
@@ -159,16 +159,8 @@ def run_task(task: Task, src: Path, max_turns: int, keep: Path | None, timeout: 
     row = {"task": task.name, "half": task.half, "kind": task.kind, "lang": task.lang,
            "src": str(src), "status": "", "turns": 0, "tokens": "", "seconds": round(wall, 1),
            "checks": 0, "when": time.strftime("%Y-%m-%d %H:%M:%S")}
-    for line in trace.read_text(encoding="utf-8").splitlines() if trace.exists() else ():
-        event = json.loads(line)
-        if event.get("type") == "RunFinished":
-            r = event["result"]
-            u = r.get("usage", {})
-            row.update(status=r["status"], turns=r["turns"], seconds=round(r["duration_s"], 1),
-                       tokens=f"{u.get('prompt_tokens', 0)}+{u.get('completion_tokens', 0)}")
-        elif event.get("type") == "Action":
-            name = event["call"]["name"]
-            row["checks"] += name in ("check_page", "run_command")
+    if trace.exists():
+        row.update(from_trace(trace))
     verdict = cc.judge(task.name, folder)
     row.update(works=verdict.works, why=verdict.why, files=sorted(
         p.relative_to(folder).as_posix() for p in folder.rglob("*")
@@ -182,6 +174,22 @@ def run_task(task: Task, src: Path, max_turns: int, keep: Path | None, timeout: 
             shutil.copy(trace, dest.parent / f"{task.name}.jsonl")
     shutil.rmtree(folder, ignore_errors=True)
     trace.unlink(missing_ok=True)
+    return row
+
+
+def from_trace(trace: Path) -> dict:
+    """status, turns, tokens and seconds from the run's ``RunFinished``; checks: the
+    run_command and check_page calls it made."""
+    row: dict = {"checks": 0}
+    for line in trace.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event.get("type") == "run_finished":
+            r = event["result"]
+            u = r.get("usage", {})
+            row.update(status=r["status"], turns=r["turns"], seconds=round(r["duration_s"], 1),
+                       tokens=f"{u.get('prompt_tokens', 0)}+{u.get('completion_tokens', 0)}")
+        elif event.get("type") == "action":
+            row["checks"] += event["call"]["name"] in ("check_page", "run_command")
     return row
 
 
@@ -209,9 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="append each row to this JSONL file")
     ap.add_argument("--keep", type=Path, help="keep each workspace, log and trace here")
     ap.add_argument("--table", type=Path, help="print the table of a --json file and stop")
+    ap.add_argument("--retrace", type=Path, help="with --table: turns, tokens and seconds read "
+                    "again from the traces kept in this --keep folder")
     a = ap.parse_args(argv)
     if a.table:
-        print(table([json.loads(x) for x in a.table.read_text().splitlines() if x.strip()]))
+        rows = [json.loads(x) for x in a.table.read_text().splitlines() if x.strip()]
+        for r in rows if a.retrace else ():
+            trace = a.retrace / f"{r['task']}.jsonl"
+            if trace.exists():
+                r.update(from_trace(trace))
+        print(table(rows))
         return 0
     chosen = [t for t in TASKS if (a.half == "all" or t.half == a.half)
               and (not a.task or t.name in a.task)]
