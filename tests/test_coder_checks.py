@@ -169,3 +169,15 @@ def test_the_page_check_asks_for_check_page_only_where_it_can_run(tmp_path, monk
     assert "check_page" not in ws
     ws.write_file("page.html", "<p>hi</p>")
     assert ws.before_finish("en", "run-1") is None  # nothing it could be asked to run
+
+
+def test_a_file_cut_at_the_reply_limit_is_not_written_and_the_model_is_told_to_write_it_in_parts(
+        tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    cut_off = "Thought: the whole file\nAction: write_file【big.py】\n```python\ndef a():\n    pass\n"
+    agent, model = coder(ws, [CHECKLIST, cut_off, write("big.py", "def a():\n    pass\n"),
+                              write("big.py", "def b():\n    pass\n", "append_file"), FINISH])
+    result = agent.run("Write big.py")
+    assert "Write the file in parts: the first part with write_file" in model.calls[2][-1].content
+    assert (tmp_path / "big.py").read_text() == "def a():\n    pass\ndef b():\n    pass"
+    assert result.ok

@@ -136,7 +136,10 @@ class TextProtocol(_Shapes):
         if isinstance(parsed, ParsedFinal):
             return Step(kept, parsed.thought, final=parsed.answer)
         texts = prompts.table("text_protocol")[lang]
-        detail = prompts.render(texts[parsed.reason], **parsed.values)
+        reason = parsed.reason
+        if reason == "unclosed_block" and "append_file" in toolbox:  # a long file: in parts
+            reason = "unclosed_block_parts"
+        detail = prompts.render(texts[reason], **parsed.values)
         block = self.block_tool(toolbox)
         template = texts["unparsable"] if block is None else texts["unparsable_block"]
         correction = prompts.render(template, detail=detail, tool_names=", ".join(toolbox.names),
