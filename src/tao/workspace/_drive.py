@@ -17,9 +17,12 @@ import sys
 import threading
 from typing import ClassVar
 
+# beside the route that aborts every request not to the page's server: a dead proxy for all but
+# loopback and no name resolved, so what the route does not see (a WebSocket) goes nowhere either
 FLAGS = ["--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--mute-audio"]
+         "--mute-audio", "--proxy-server=socks5://127.0.0.1:9",
+         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 FIELDS = ("input:not([type=button]):not([type=submit]):not([type=hidden]):not([type=checkbox])"
           ":not([type=radio]):not([type=reset]), textarea, [contenteditable=true]")
 PAGE_TEXT = """() => {

@@ -20,6 +20,7 @@ a file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib.util
 import json
@@ -139,7 +140,10 @@ async def drive(root: Path, page: str, steps: list[tuple[str, str]]) -> dict[str
         out, err = await asyncio.wait_for(proc.communicate(json.dumps(request).encode()),
                                           DRIVE_TIMEOUT_S)
     except TimeoutError:
-        proc.kill()
+        import signal
+
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver and the browser it started
         await proc.wait()
         return {"fatal": f"timeout after {DRIVE_TIMEOUT_S} s"}
     try:
