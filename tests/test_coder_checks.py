@@ -181,3 +181,13 @@ def test_a_file_cut_at_the_reply_limit_is_not_written_and_the_model_is_told_to_w
     assert "Write the file in parts: the first part with write_file" in model.calls[2][-1].content
     assert (tmp_path / "big.py").read_text() == "def a():\n    pass\ndef b():\n    pass"
     assert result.ok
+
+
+def test_append_file_refuses_the_whole_file_again(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    page = "<!DOCTYPE html>\n<html><body><p id=\"n\">0</p></body></html>\n"
+    ws.write_file("index.html", page)
+    with pytest.raises(WorkspaceError, match='not appended: this text starts with "<!DOCTYPE html>", '
+                       "as index.html itself does"):
+        ws.append_file("index.html", "\n" + page)
+    assert (tmp_path / "index.html").read_text() == page

@@ -215,6 +215,28 @@ def defined(path: str, text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def appended(ws: Any, parts: list[str], content: str) -> bytes:
+    """What ``ws.append_file`` leaves: the file (or nothing), a newline if it lacks one, and
+    ``content``. ``Refused`` when ``content`` starts as the file does: the whole file written
+    again, which belongs to ``write_file``."""
+    from .safe_path import Refused
+
+    try:
+        old = ws._read(parts)
+    except Refused as e:
+        if e.key != "not_found":
+            raise
+        old = b""
+    try:
+        new = content.encode()
+    except UnicodeEncodeError as e:
+        raise Refused("bad_content", index=e.start + 1) from None
+    first = [next((ln.strip() for ln in t.splitlines() if ln.strip()), b"") for t in (old, new)]
+    if first[0] and first[0] == first[1]:
+        raise Refused("append_whole", path="/".join(parts), line=first[0].decode()[:80])
+    return old + (b"\n" if old[-1:] not in (b"", b"\n") else b"") + new
+
+
 def not_cut(ws: Any, parts: list[str], content: str) -> None:
     """Before ``ws.write_file`` writes ``content`` over a file: what ``lost`` finds is refused
     (``Refused``), once a path - the model is told; its next write of the path is meant."""

@@ -95,9 +95,10 @@ class Workspace(Toolbox):
         self.foreign = not trusted and any(True for _ in os.scandir(self.root))
         self._wrote: dict[str, str] = {}  # path -> SHA-256 of what write_file/edit_file left
         self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
-        tools = [FunctionTool(self.write_file), FunctionTool(self.append_file),
+        tools = [FunctionTool(self.write_file),
                  FunctionTool(self.read_file, untrusted_output=self._untrusted_read),
-                 FunctionTool(self.list_dir), FunctionTool(self.edit_file)]
+                 FunctionTool(self.list_dir), FunctionTool(self.edit_file),
+                 FunctionTool(self.append_file)]
         self._cut_told: set[str] = set()  # paths whose cutting write was refused once
         self.checks = Checks(sandbox is not False, check_pages and checks.can_drive())
         if self.checks.can_drive:  # a page that loads: try it with check_page, then Finish
@@ -137,7 +138,7 @@ class Workspace(Toolbox):
             return self._wrote_it(parts, data, "wrote", chars=len(content))
 
     def append_file(self, path: str, content: str) -> str:
-        """Add text to the end of a file (made if missing): a long file is written in parts.
+        """Add the next part of a long file at its end (its first part: write_file).
 
         Args:
             path: a path relative to the workspace
@@ -145,16 +146,7 @@ class Workspace(Toolbox):
         """
         with self._refusals():
             parts = safe_path.parts_of(path)
-            try:
-                old = self._read(parts)
-            except Refused as e:
-                if e.key != "not_found":
-                    raise
-                old = b""
-            try:
-                data = old + (b"\n" if old[-1:] not in (b"", b"\n") else b"") + content.encode()
-            except UnicodeEncodeError as e:
-                raise Refused("bad_content", index=e.start + 1) from None
+            data = checks.appended(self, parts, content)  # refused: the whole file again
             if len(data) > self.max_write_bytes:
                 raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
