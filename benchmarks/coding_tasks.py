@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", action="append", help="only this task (repeat for more)")
     ap.add_argument("--src", type=Path, default=HERE.parent / "src")
     ap.add_argument("--max-turns", type=int, default=15)
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--json", type=Path, help="append each row to this JSONL file")
     ap.add_argument("--keep", type=Path, help="keep each workspace, log and trace here")
     ap.add_argument("--table", type=Path, help="print the table of a --json file and stop")
