@@ -191,3 +191,18 @@ def test_append_file_refuses_the_whole_file_again(tmp_path):
                        "as index.html itself does"):
         ws.append_file("index.html", "\n" + page)
     assert (tmp_path / "index.html").read_text() == page
+
+
+def test_a_page_error_from_an_id_the_page_lacks_names_the_ids_on_both_sides(tmp_path):
+    from tao.workspace import page as workspace_page
+
+    if workspace_page.chromium() is None:
+        pytest.skip("no Chromium here")
+    ws = Workspace(tmp_path, sandbox=False, check_pages=True)
+    ws.write_file("index.html", '<p id="counter">0</p><button id="plus">+1</button>'
+                  '<script src="app.js"></script>')
+    told = ws.write_file("app.js", "const c = document.getElementById('counter');\n"
+                         "document.getElementById('increment').addEventListener('click', () => {});\n")
+    assert "- app.js:2: Uncaught TypeError: Cannot read properties of null" in told
+    assert told.endswith("(the scripts look up ids that index.html does not have: increment; the "
+                         "ids index.html has: counter, plus. Make the two agree)")
