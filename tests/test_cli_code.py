@@ -31,15 +31,11 @@ def write(path: str, lang: str, content: str, thought: str) -> str:
     return f"Thought: {thought}\nAction: write_file【{path}】\n```{lang}\n{content}\n```"
 
 
-#: the reply to the call before the first turn: what the finished game must do (issue 27)
-CHECKLIST = "- 打开 index.html 能看到画布\n- 按方向键蛇会转向\n- 吃到食物蛇会变长"
 SNAKE_REPLIES = [
-    CHECKLIST,
     write("index.html", "html", INDEX, "先写页面骨架"),
     write("style.css", "css", STYLE, "再写样式"),
     write("game.js", "javascript", GAME, "最后写游戏逻辑"),
     "Thought: 三个文件都写好了\nAction: Finish【已生成贪吃蛇游戏，共 3 个文件】",
-    "Thought: 三个文件都写好了\nAction: Finish【已生成贪吃蛇游戏，共 3 个文件】",  # after the reminder
 ]
 runner = CliRunner()
 
@@ -75,21 +71,19 @@ def test_the_snake_game_written_file_by_file(use_model, workdir):
     assert (ws / "index.html").read_text() == INDEX
     assert (ws / "style.css").read_text() == STYLE and (ws / "game.js").read_text() == GAME
     out = res.stdout
-    assert "验收清单：\n  - 打开 index.html 能看到画布\n  - 按方向键蛇会转向" in out  # before turn 1
-    for n in (1, 2, 3, 4, 5):
+    for n in (1, 2, 3, 4):
         assert f"第 {n} 轮" in out
     assert "Action: write_file【game.js】\n```javascript\nconst snake" in out  # the reply, as streamed
     assert f"Observation: 文件 index.html 写入成功（{len(INDEX)} 字符）" in out
     assert "最终答案：已生成贪吃蛇游戏，共 3 个文件" in out
-    assert "完成：5 轮，3 次工具调用" in out  # turn 4's Finish got the one reminder to check
+    assert "完成：4 轮，3 次工具调用" in out
     listing = out[out.index(f"{ws} 中的文件（3 个）："):]
     sizes = {p: len(t.encode()) for p, t in (("index.html", INDEX), ("style.css", STYLE), ("game.js", GAME))}
     for line in listing.splitlines()[1:4]:
         name, size = line.split()[0], line.split()[1]
         assert int(size.replace(",", "")) == sizes.pop(name)
     assert sizes == {}  # every file listed with its size in bytes
-    system = model.calls[1][0].content  # calls[0] asked for the checklist
-    assert "write_file" in system and "run_command" not in system
+    assert "write_file" in model.calls[0][0].content and "run_command" not in model.calls[0][0].content
 
 
 def test_workspace_option_tao_toml_and_extra_tools(use_model, workdir):
@@ -97,8 +91,7 @@ def test_workspace_option_tao_toml_and_extra_tools(use_model, workdir):
         "from tao import tool\n\n@tool\ndef today() -> str:\n    '''Today's date.'''\n"
         "    return '2025-06-01'\n")
     (workdir / "tao.toml").write_text('workspace = "site"\ntools = ["helpers.py"]\nmax_turns = 3\n')
-    model = ScriptedModel(["- date.txt holds today's date",
-                           'Thought: what day is it\nAction: today\nAction Input: {}',
+    model = ScriptedModel(['Thought: what day is it\nAction: today\nAction Input: {}',
                            write("date.txt", "", "2025-06-01", "write it down"),
                            "Thought: done\nAction: Finish【wrote date.txt】"])
     use_model(model)
@@ -108,7 +101,7 @@ def test_workspace_option_tao_toml_and_extra_tools(use_model, workdir):
     assert "Observation: 2025-06-01" in res.stdout and "Turn 3" in res.stdout
     assert "Files in" in res.stdout and "date.txt" in res.stdout
 
-    model = ScriptedModel([CHECKLIST] + [write("a.txt", "", "A", "one file")] * 3)
+    model = ScriptedModel([write("a.txt", "", "A", "one file")] * 3)
     use_model(model)
     res = runner.invoke(cli.app, ["code", "Write a.txt", "-w", "elsewhere", "--sandbox", "none"])
     assert res.exit_code == 1, res.output  # tao.toml's max_turns = 3 ran out
@@ -117,7 +110,7 @@ def test_workspace_option_tao_toml_and_extra_tools(use_model, workdir):
 
 
 def test_no_task_asks_for_one(use_model):
-    use_model(ScriptedModel(["- it says hello", "Thought: nothing to write\nAction: Finish【nothing asked】"]))
+    use_model(ScriptedModel(["Thought: nothing to write\nAction: Finish【nothing asked】"]))
     res = runner.invoke(cli.app, ["code", "--sandbox", "none"], input="\nSay hello\n")
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("What should the agent do?\n> What should the agent do?\n> ")
@@ -149,7 +142,6 @@ PACED = f"""
 import json
 INDEX = {json.dumps(INDEX)}
 model = Paced([
-    "- 页面能打开",
     "Thought: 先写页面\\nAction: write_file【index.html】\\n```html\\n" + INDEX + "\\n```",
     Sleep("Thought: 再写 game.js，这个文件很长", 60),
 ], chunk_size=5)
@@ -173,7 +165,7 @@ def test_tokens_stream_as_they_arrive_and_ctrl_c_keeps_the_files(tmp_path):
 
 
 def test_with_no_task_it_asks_like_seed_002(tmp_path):
-    term = launch("model = ScriptedModel(['- 页面显示 hello world', 'Thought: 好\\nAction: Finish【完成了】'])",
+    term = launch("model = ScriptedModel(['Thought: 好\\nAction: Finish【完成了】'])",
                   ["code", "--sandbox", "none"], cwd=tmp_path, lang="zh_CN.UTF-8")
     term.expect("你想让 Agent 做什么？\n> ")
     term.sendline("写一个 hello world 页面")
@@ -226,17 +218,17 @@ def test_a_page_that_throws_is_told_to_the_model_which_writes_it_again(use_model
     broken = GAME + "\nsetInterval(() => snake.push(nextHead()), 100);"
     fixed = GAME + "\nconst nextHead = () => ({x: snake[0].x + dir.x, y: snake[0].y + dir.y});" \
                    "\nsetInterval(() => snake.push(nextHead()), 100);"
-    model = ScriptedModel([*SNAKE_REPLIES[:3], write("game.js", "javascript", broken, "写游戏逻辑"),
+    model = ScriptedModel([*SNAKE_REPLIES[:2], write("game.js", "javascript", broken, "写游戏逻辑"),
                            write("game.js", "javascript", fixed, "nextHead 没有定义，补上"),
-                           *SNAKE_REPLIES[4:]])
+                           SNAKE_REPLIES[3]])
     use_model(model)
     res = runner.invoke(cli.app, ["code", SNAKE, "--sandbox", "none"])
     assert res.exit_code == 0, res.output
     told = ("在无头浏览器里打开 index.html，页面报错了（请修正出错的文件，再用 write_file 把它完整重写一遍）：\n"
             "- game.js:6: Uncaught ReferenceError: nextHead is not defined")
     assert told in res.stdout  # on the console, under the write's observation
-    assert told in model.calls[4][-1].content  # and to the model, before it wrote game.js again
+    assert told in model.calls[3][-1].content  # and to the model, before it wrote game.js again
     assert (workdir / "workspace" / "game.js").read_text() == fixed
-    assert "在无头浏览器里打开 index.html，加载时没有报错。任务要的文件都写好后，用 check_page 像用户那样试一试" \
-        in model.calls[5][-1].content  # it loads: the model is told to try it, then finish
-    assert "完成：6 轮，4 次工具调用" in res.stdout
+    assert "在无头浏览器里打开 index.html，没有报错。如果任务要的文件都已写好，就调用 Finish 结束" in \
+        model.calls[4][-1].content  # the page works: the model is told it may finish
+    assert "完成：5 轮，4 次工具调用" in res.stdout

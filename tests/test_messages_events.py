@@ -131,9 +131,6 @@ EVENTS += [  # Plan-and-Execute (tests/test_plan*.py cover how they are emitted)
     events.Nested("step2", 1, Action(CALL, 1)),
     events.Nested("step2/step1", 2, events.StepFinished("step1", "14")),
 ]
-EVENTS += [  # the coder's checklist (tests/test_coder_checks.py covers how it is emitted)
-    events.Checklist(["点击 +1，页面显示 1", "点击 Reset，页面显示 0"]),
-]
 EVENTS += [  # handoffs (tests/test_handoffs.py covers how it is emitted)
     events.HandedOff("triage", "analyst", "需要写代码", 1),
 ]

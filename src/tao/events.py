@@ -346,16 +346,3 @@ class HandedOff(Event):
 
 
 EVENT_TYPES[HandedOff.kind] = HandedOff
-
-
-@dataclass(frozen=True, slots=True)
-class Checklist(Event):
-    """What the finished work must do, as a user or a test would see it: a coding agent's
-    short list, written from the task before its first turn (``tao code``), then checked."""
-
-    kind: ClassVar[str] = "checklist"
-    items: list[str]
-    turn: int = 0
-
-
-EVENT_TYPES[Checklist.kind] = Checklist

@@ -127,11 +127,7 @@ class LoopContext:
         """The final answer against the run's ``output_type``: None when it holds (the value is
         ``self.value``), else the correction to send back to the model. ``value``: the object
         the code gave (CodeAct's ``final_answer(obj)``). Raises ``OutputError`` once
-        ``output_retries`` corrections have been sent. Before that, the toolbox is asked
-        (``Toolbox.before_finish``): the coder's workspace sends back a reminder, once, when
-        what it wrote was never checked."""
-        if (note := self.toolbox.before_finish(self.lang, self.run_id)) is not None:
-            return note
+        ``output_retries`` corrections have been sent."""
         if self.output is None:
             return None
         try:

@@ -88,18 +88,16 @@ class TextProtocol(_Shapes):
         """The first tool written as seed 002's ``name【arg】`` + block; ``None``: seed 001's form."""
         return next((n for n, p in self.shapes(toolbox).items() if p.form == "block"), None)
 
-    def system_prompt(self, lang: str, toolbox: Toolbox, example: str | None = None) -> str:
-        """The prompt for ``toolbox``; ``example``: a worked example of its own instead of the
-        one ``examples.toml`` has for the first tool (seed 002's form only)."""
+    def system_prompt(self, lang: str, toolbox: Toolbox) -> str:
         if self.block_tool(toolbox) is not None:
-            return self._block_prompt(lang, toolbox, example)
+            return self._block_prompt(lang, toolbox)
         tools = "\n".join(f"- {t.signature()}: {t.description}" for t in toolbox) or "(none)"
         examples = prompts.table("examples")["react_text"]
         example = next((examples[t.name][lang] for t in toolbox if t.name in examples), "")
         return prompts.render(prompts.template("react_text", lang), tools=tools,
                               tool_names=", ".join(toolbox.names), example=example.rstrip())
 
-    def _block_prompt(self, lang: str, toolbox: Toolbox, example: str | None = None) -> str:
+    def _block_prompt(self, lang: str, toolbox: Toolbox) -> str:
         texts, shapes = prompts.table("text_protocol")[lang], self.shapes(toolbox)
         lines = []
         for i, t in enumerate(toolbox, 1):
@@ -108,9 +106,8 @@ class TextProtocol(_Shapes):
                                   block=p.block_param({p.bracket: ""}) or "",
                                   signature=t.signature(), description=t.description)
             lines.append(f"{i}. {line}")
-        if example is None:
-            examples = prompts.table("examples")["react_block"]
-            example = next((examples[t.name][lang] for t in toolbox if t.name in examples), "")
+        examples = prompts.table("examples")["react_block"]
+        example = next((examples[t.name][lang] for t in toolbox if t.name in examples), "")
         return prompts.render(prompts.template("react_block", lang), tools="\n\n".join(lines),
                               n=str(len(lines) + 1), example=example.rstrip())
 
@@ -136,10 +133,7 @@ class TextProtocol(_Shapes):
         if isinstance(parsed, ParsedFinal):
             return Step(kept, parsed.thought, final=parsed.answer)
         texts = prompts.table("text_protocol")[lang]
-        reason = parsed.reason
-        if reason == "unclosed_block" and "append_file" in toolbox:  # a long file: in parts
-            reason = "unclosed_block_parts"
-        detail = prompts.render(texts[reason], **parsed.values)
+        detail = prompts.render(texts[parsed.reason], **parsed.values)
         block = self.block_tool(toolbox)
         template = texts["unparsable"] if block is None else texts["unparsable_block"]
         correction = prompts.render(template, detail=detail, tool_names=", ".join(toolbox.names),

@@ -73,8 +73,6 @@ class ReActAgent(Agent):
         answer, status, error = None, "max_turns", None
         yield RunStarted(task, self.name, self.model.name)
         try:
-            async for event in self.prelude(run, messages):
-                yield event
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)
@@ -110,13 +108,6 @@ class ReActAgent(Agent):
             status, error = "error", f"{type(e).__name__}: {e}"
             yield Error(error, turn)
         yield await run.finish(answer, status, turn, n_calls, messages, error)
-
-
-    async def prelude(self, run: LoopContext, messages: list[Message]) -> AsyncIterator[Event]:
-        """Before the first turn, through the run's doors: nothing here. A subclass may make
-        a model call of its own and add to ``messages`` (the coder writes its checklist)."""
-        return
-        yield  # an async generator that yields nothing
 
 
 class Repeats:

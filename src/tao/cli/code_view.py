@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..events import (Action, ApprovalDecided, Checklist, Error, Event, FinalAnswer, ModelRetry,
-                      Observation, RunFinished, RunStarted, Thought, TokenDelta, TurnStarted)
+from ..events import (Action, ApprovalDecided, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
+                      RunStarted, Thought, TokenDelta, TurnStarted)
 
 TEXTS = {
     "zh": {"task": "任务：", "workspace": "工作区：", "turn": "第 {n} 轮", "answer": "最终答案：",
@@ -26,7 +26,7 @@ TEXTS = {
            "done": "完成", "max_turns": "未完成（已达轮数上限）", "error": "出错",
            "retry": "重试（第 {n} 次，{s:.1f} 秒后）：{why}", "approved": "{tool}：已批准（{by}）",
            "rejected": "{tool}：已拒绝（{by}）", "edited": "{tool}：参数已修改（{by}），实际执行：",
-           "budget": "未完成（预算用完）", "checklist": "验收清单："},
+           "budget": "未完成（预算用完）"},
     "en": {"task": "Task: ", "workspace": "Workspace: ", "turn": "Turn {n}", "answer": "Final Answer: ",
            "files": "Files in {root} ({n}):", "no_files": "No files in {root} yet",
            "more": "... {n} more files", "bytes": "{n} bytes", "chars": "{n} characters",
@@ -35,7 +35,7 @@ TEXTS = {
            "done": "done", "max_turns": "stopped: turn limit reached", "error": "error",
            "retry": "retrying (attempt {n}, in {s:.1f} s): {why}", "approved": "{tool}: approved ({by})",
            "rejected": "{tool}: rejected ({by})", "edited": "{tool}: edited ({by}), runs with ",
-           "budget": "stopped: budget spent", "checklist": "Checklist:"},
+           "budget": "stopped: budget spent"},
 }
 _STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
           "error": "bold red"}
@@ -75,10 +75,6 @@ class CodeView:
                 self.console.print()
             self.console.rule(Text(self.t["turn"].format(n=event.turn), style="bold"),
                               align="left", style="dim")
-        elif kind is Checklist:  # what the work must do, written before the first turn
-            self._line((self.t["checklist"], "bold"))
-            for item in event.items:
-                self._line(("  - ", "dim"), item)
         elif kind is ModelRetry:
             self._streamed = False  # what streamed is dropped: the retry streams anew
             self._line((self.t["retry"].format(n=event.attempt, s=event.delay_s, why=event.reason), "dim"))

@@ -58,15 +58,15 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
     """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
     ``run_command`` matching ``DANGEROUS`` needs approval, and so does what
     ``require_approval`` adds."""
+    from ..agents.react import ReActAgent
     from ..guard.policy import any_of, matches
-    from .coder import Coder
 
     names = options.pop("require_approval", None) or ()
     rules: dict[str, Any] = {"run_command": matches(DANGEROUS, "command")}
     for name, rule in (names if isinstance(names, dict) else dict.fromkeys(names, True)).items():
         rules[name] = any_of(rules.get(name, False), rule)  # a rule given adds to the built-in
-    return Coder(model, workspace, protocol="text", max_turns=max_turns,
-                 system_prompt=coder_prompt(workspace), require_approval=rules, **options)
+    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
+                      system_prompt=coder_prompt(workspace), require_approval=rules, **options)
 
 
 def coder_prompt(workspace: Any) -> str:
@@ -78,11 +78,5 @@ def coder_prompt(workspace: Any) -> str:
 
     lang = getattr(workspace, "language", "en")
     tools = workspace if isinstance(workspace, Toolbox) else Toolbox(list(workspace))
-    texts = prompts.table("code")[lang]
-    rules: str = texts["rules"].rstrip()
-    if "run_command" in tools:
-        rules += "\n" + texts["rules_python"].rstrip()
-    if "check_page" in tools:
-        rules += "\n" + texts["rules_page"].rstrip()
-    example = texts["example"] if "append_file" in tools and "run_command" in tools else None
-    return TextProtocol().system_prompt(lang, tools, example).rstrip() + "\n\n" + rules
+    rules: str = prompts.table("code")[lang]["rules"]
+    return TextProtocol().system_prompt(lang, tools) + "\n\n" + rules.rstrip()

@@ -178,12 +178,6 @@ class Toolbox:
     def specs(self) -> list[ToolSpec]:
         return [t.spec for t in self._tools.values()]
 
-    def before_finish(self, lang: str, run_id: str) -> str | None:
-        """Asked by the run context when the model gives its final answer: a note to send back
-        instead of ending the run, or ``None`` to end it. A toolbox whose work should be
-        checked before the run ends (the coder's ``Workspace``) says so here; this one never."""
-        return None
-
     def bind(self, run: ToolDoor | None) -> Toolbox:
         """These tools behind ``run``'s guard (itself when the run's guard has nothing to do)."""
         if run is None or not run.active:

@@ -12,20 +12,15 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 
 
 def tao_sh(command, timeout, budget):
     # the worker's own folder is the workspace root (/workspace in bwrap and docker); as root the
     # subprocess backend's uid could not even enter it by its host path (a mode-700 parent)
-    # the Python that runs the worker comes first on the PATH: ``python``, ``pytest`` and the
-    # packages installed beside it are the ones the user's tao runs with, not a bare /usr/bin
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
+                            start_new_session=True)
     kept = {}  # fd -> [head, tail, total bytes]
     sel = selectors.DefaultSelector()
     for pipe in (proc.stdout, proc.stderr):

@@ -33,8 +33,6 @@ class Commands:
         self.to_give: list[str] = []  # paths the tools made before the sandbox existed
         self._old_uids: set[int] = set()
         self._lock: tuple[Any, Any] = (None, None)
-        #: the last command's exit status (``None``: it timed out or never ran)
-        self.last_status: int | None = None
 
     def made(self, path: str) -> None:
         """Told of each file or folder the tools make, to hand it to the next sandbox."""
@@ -46,8 +44,6 @@ class Commands:
             sb = self.sandbox or self._new_sandbox()
             code = f"{_shell_source()}\ntao_sh({command!r}, {float(timeout)!r}, {OUTPUT_BUDGET})"
             res = await sb.execute(code, timeout + 15)  # the runner's own clock comes first
-        self.last_status = res.final_answer[0] if res.has_final_answer and \
-            not res.final_answer[1] else None
         return self.describe(res, timeout)
 
     async def close(self) -> None:

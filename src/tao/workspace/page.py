@@ -44,18 +44,14 @@ def chromium() -> str | None:
 
 
 class _Refs(html.parser.HTMLParser):
-    """The local files a page loads: ``<script src>`` and ``<link rel=stylesheet href>``; and
-    the element ids it has."""
+    """The local files a page loads: ``<script src>`` and ``<link rel=stylesheet href>``."""
 
     def __init__(self) -> None:
         super().__init__()
         self.refs: list[str] = []
-        self.ids: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
-        if a.get("id"):
-            self.ids.append(str(a["id"]))
         ref = a.get("src") if tag == "script" else \
             a.get("href") if tag == "link" and "stylesheet" in (a.get("rel") or "").lower() else None
         if ref and not re.match(r"[a-zA-Z][\w+.-]*:|//", ref):  # not http:, data:, //cdn...
@@ -69,30 +65,6 @@ def local_refs(page: Path) -> list[str]:
     except (OSError, AssertionError):  # AssertionError: html.parser on hostile markup
         return []
     return parser.refs
-
-
-#: ``getElementById('x')`` and ``querySelector('#x')`` in a script: the ids it looks up
-_LOOKUP = re.compile(r"""getElementById\(\s*['"`]([^'"`]+)['"`]|querySelector(?:All)?\(\s*['"`]#([\w-]+)['"`]""")
-
-
-def missing_ids(root: Path, page: str = "index.html") -> tuple[list[str], list[str]]:
-    """``(looked up, had)``: the ids the page's local scripts look up that the page does not
-    have, and the ids it has - what a ``null`` in a script most often comes from."""
-    where = root / page
-    parser = _Refs()
-    try:
-        parser.feed(where.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, AssertionError):
-        return [], []
-    used: list[str] = []
-    for ref in parser.refs:
-        if ref.lower().endswith((".js", ".mjs")):
-            try:
-                text = (where.parent / ref).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            used += [a or b for a, b in _LOOKUP.findall(text)]
-    return [i for i in dict.fromkeys(used) if i not in parser.ids], parser.ids
 
 
 def ready(root: Path, page: str = "index.html") -> bool:
@@ -153,9 +125,4 @@ def note(root: Path, path: str, say: Callable[..., str]) -> str:
         return ""
     if not errors:  # a small model goes on "improving" a page that works; say it does
         return "\n" + say("page_ok", page=page)
-    told = "\n" + say("page_errors", page=page, errors="\n".join(f"- {e}" for e in errors))
-    absent, had = missing_ids(root, page)
-    if absent:
-        told += "\n" + say("page_missing_ids", page=page, ids=", ".join(absent[:8]),
-                           had=", ".join(had[:12]) or "-")
-    return told
+    return "\n" + say("page_errors", page=page, errors="\n".join(f"- {e}" for e in errors))

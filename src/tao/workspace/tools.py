@@ -29,8 +29,6 @@ from typing import Any
 
 from .. import prompts
 from ..tools.base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
-from . import checks
-from .checks import Checks, not_cut
 from .commands import Commands, chosen_backend
 from . import safe_path
 from .safe_path import Refused
@@ -70,9 +68,7 @@ class Workspace(Toolbox):
 
     ``check_pages=True`` (tao code): after a write that leaves a web page with every file it
     loads, the page is opened in headless Chromium and what its scripts throw is added to the
-    write's observation (``workspace_page``), and where Playwright and Chromium are there the
-    ``check_page`` tool drives a page with steps (``checks``). Before the run ends the workspace
-    asks for a check of what was written and not checked yet, once (``before_finish``)."""
+    write's observation (``workspace_page``)."""
 
     def __init__(self, root: str | os.PathLike[str] = "workspace", *, language: str = "en",
                  sandbox: str | bool | None = None, limits: Any = None,
@@ -97,13 +93,7 @@ class Workspace(Toolbox):
         self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
         tools = [FunctionTool(self.write_file),
                  FunctionTool(self.read_file, untrusted_output=self._untrusted_read),
-                 FunctionTool(self.list_dir), FunctionTool(self.edit_file),
-                 FunctionTool(self.append_file)]
-        self._cut_told: set[str] = set()  # paths whose cutting write was refused once
-        self.checks = Checks(sandbox is not False, check_pages and checks.can_drive())
-        if self.checks.can_drive:  # a page that loads: try it with check_page, then Finish
-            tools.append(FunctionTool(self.check_page))
-            self._text = {**self._text, "page_ok": self._text["page_ok_try"]}
+                 FunctionTool(self.list_dir), FunctionTool(self.edit_file)]
         #: the sandbox backend run_command uses (``None``: no run_command)
         self.sandbox_kind: str | None = None
         self._commands: Commands | None = None
@@ -132,41 +122,11 @@ class Workspace(Toolbox):
                 raise Refused("bad_content", index=e.start + 1) from None
             if len(data) > self.max_write_bytes:
                 raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
-            not_cut(self, parts, content)  # a write that would cut the file: refused once
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
-            return self._wrote_it(parts, data, "wrote", chars=len(content))
-
-    def append_file(self, path: str, content: str) -> str:
-        """Add the next part of a long file at its end (its first part: write_file).
-
-        Args:
-            path: a path relative to the workspace
-            content: the text to add at the end of the file
-        """
-        with self._refusals():
-            parts = safe_path.parts_of(path)
-            data = checks.appended(self, parts, content)  # refused: the whole file again
-            if len(data) > self.max_write_bytes:
-                raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
-            safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
-                                   made=self._count)
-            return self._wrote_it(parts, data, "appended", chars=len(content),
-                                  total=len(data.decode("utf-8", "replace")))
-
-    async def check_page(self, page: str, steps: str) -> str:
-        """Try a web page in a headless browser as a user would: steps one a line (click TEXT, type TEXT, press KEY, expect TEXT).
-
-        Args:
-            page: the page to open, e.g. index.html
-            steps: the steps, one a line, e.g. "click Add" then "expect 1"
-        """
-        from .checks import page_check  # the steps' words: in checks.py
-
-        with self._refusals():
-            parts = safe_path.parts_of(page)
-            self._read(parts)  # there, a regular file, inside the folder
-            return await page_check(self, "/".join(parts), steps)
+            self._wrote["/".join(parts)] = _sha(data)
+            return self._say("wrote", path="/".join(parts), chars=len(content)) + \
+                self._page_note("/".join(parts))
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
         """Read a text file in the workspace, a window of lines at a time.
@@ -275,7 +235,6 @@ class Workspace(Toolbox):
             if len(data) > self.max_write_bytes:
                 raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner)
-            self.checks.wrote(where)
             if self._wrote.get(where) == _sha(text.encode("utf-8")):  # ours before: still ours
                 self._wrote[where] = _sha(data)
             return self._say("edited", path=where, line=text.count("\n", 0, at[0]) + 1,
@@ -304,15 +263,7 @@ class Workspace(Toolbox):
             if not 1 <= timeout <= self.max_timeout:
                 raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
         assert self._commands is not None  # the tool exists only with a sandbox
-        out = await self._commands.run(command, timeout)
-        self.checks.ran(command, self._commands.last_status)
-        return out
-
-    def before_finish(self, lang: str, run_id: str) -> str | None:
-        """Once a run: a reminder to check what was written and never checked (or whose last
-        check failed) before the run ends; ``None`` when there is nothing to say."""
-        return self.checks.reminder(run_id, prompts.table("workspace")[
-            lang if lang in ("zh", "en") else self.language])
+        return await self._commands.run(command, timeout)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def close(self) -> None:
@@ -348,12 +299,6 @@ class Workspace(Toolbox):
         from .page import note
 
         return note(self.root, path, self._say)
-
-    def _wrote_it(self, parts: list[str], data: bytes, key: str, **values: object) -> str:
-        where = "/".join(parts)
-        self._wrote[where] = _sha(data)
-        self.checks.wrote(where)
-        return self._say(key, path=where, **values) + self._page_note(where)
 
     def _say(self, key: str, **values: object) -> str:
         if "kind" in values:

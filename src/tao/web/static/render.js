@@ -115,9 +115,6 @@ export class RunView {
       }
       case "token": case "token_delta":
         return this.tokens(ev, ev.turn);
-      case "checklist":  // the coder's list of behaviours, written before its first turn
-        return this.entry("kind.checklist", el("pre", { class: "plan",
-          text: (ev.items || []).map((i) => `- ${i}`).join("\n") }));
       case "model_retry": {
         const box = this.streams.get(ev.turn);
         box?.querySelectorAll(".tok").forEach((s) => s.classList.add("void"));
