@@ -66,7 +66,7 @@ class Server:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> Server:
+    def __enter__(self) -> Server:  # noqa: PYI034
         self.thread.start()
         deadline = time.monotonic() + 20
         while not self.server.started:
@@ -111,7 +111,7 @@ def main() -> int:
                                           viewport={"width": 1600, "height": 900})
                 page = ctx.new_page()
                 errors: list[str] = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
                 page.goto(served.url)
                 page.wait_for_selector("body[data-ready='1']", timeout=15000)
                 run_in_page(page, agent="react", model="scripted-react", task=TASK[lang])

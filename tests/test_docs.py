@@ -34,7 +34,7 @@ DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 FENCE = re.compile(r"^(?P<indent>[ ]{0,8})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-DIRECTIVE = re.compile(r"<!--\s*test:\s*(?P<body>.*?)\s*-->", re.S)
+DIRECTIVE = re.compile(r"<!--\s*test:\s*(?P<body>.*?)\s*-->", re.DOTALL)
 
 
 @dataclass
@@ -138,8 +138,8 @@ def run_page(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
             if code.co_flags & inspect.CO_COROUTINE:
                 asyncio.run(eval(code, namespace))
             else:
-                exec(code, namespace)
-        except BaseException as e:  # noqa: BLE001 - a SystemExit in an example is a failure too
+                exec(code, namespace)  # noqa: S102 - running the docs' examples is the point
+        except BaseException as e:  # a SystemExit in an example is a failure too
             raise AssertionError(f"the block at {block.where} failed: {type(e).__name__}: {e}") from e
         assert not queue, f"{block.where}: {len(queue)} scripted model(s) were never built"
 
@@ -216,9 +216,9 @@ def test_every_tao_command_in_the_docs_exists() -> None:
             if argv is None:
                 words = shlex.split(line, comments=True) if line.strip() else []
                 # a script the docs tell you to run must be there
-                if len(words) > 1 and words[0] == "python" and words[1].endswith(".py"):
-                    if not (ROOT / words[1]).is_file():
-                        problems.append(f"{block.where}: no such file {words[1]}")
+                if (len(words) > 1 and words[0] == "python" and words[1].endswith(".py")
+                        and not (ROOT / words[1]).is_file()):
+                    problems.append(f"{block.where}: no such file {words[1]}")
                 continue
             checked += 1
             name = ""
@@ -265,7 +265,7 @@ def site(tmp_path_factory) -> Path:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                          check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
@@ -276,7 +276,7 @@ def test_the_site_has_no_broken_link_or_anchor(site: Path) -> None:
     for page, parsed in pages.items():
         for link in parsed.links:
             parts = urlsplit(link)
-            if parts.scheme or link.startswith("//") or link.startswith("mailto:"):
+            if parts.scheme or link.startswith(("//", "mailto:")):
                 continue
             if not parts.path:
                 target = page
@@ -326,3 +326,20 @@ def test_the_readme_links_into_the_docs() -> None:
     relative = [link for link in links if not urlsplit(link).scheme]
     missing = [link for link in relative if not (ROOT / link).exists()]
     assert relative and not missing, f"the README links to files that do not exist: {missing}"
+
+
+def test_the_site_in_chromium(site: Path) -> None:
+    """docs/site_check.py: every page opens (no 404, no failed request, no JavaScript error), the
+    search box finds English and Chinese words, the language switch keeps the page."""
+    import importlib.util
+
+    missing = ("Playwright is not installed" if importlib.util.find_spec("playwright") is None
+               else None if shutil.which("chromium") else "no chromium on PATH")
+    if missing:
+        if os.environ.get("TAO_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"TAO_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)
+    proc = subprocess.run([sys.executable, str(DOCS / "site_check.py"), str(site)], check=False,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert " pages opened" in proc.stdout
