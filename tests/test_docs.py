@@ -343,3 +343,19 @@ def test_the_site_in_chromium(site: Path) -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " pages opened" in proc.stdout
+
+
+def test_every_tao_toml_in_the_docs_is_one_tao_reads(tmp_path: Path) -> None:
+    """A ```toml block is a tao.toml: tao's own loader must take it (no unknown key, no bad type)."""
+    from tao.factory.config import load_config
+
+    tomls = [b for p in PAGES for b in blocks(p) if b.lang == "toml"]
+    assert tomls
+    for block in tomls:
+        folder = tmp_path / f"{block.path.stem}-{block.line}"
+        folder.mkdir()
+        (folder / "tao.toml").write_text(block.code, "utf-8")
+        try:
+            load_config(folder)
+        except Exception as e:  # noqa: BLE001 - the message names the page's line
+            pytest.fail(f"{block.where}: tao does not read this tao.toml: {e}")
