@@ -7,14 +7,17 @@ their own (the data directory there too). A block that builds ``LocalModel()`` o
 ``OpenAIModel(...)`` gets a ``ScriptedModel`` instead, replaying the replies the HTML comment just
 above the block names: ``<!-- test: scripts=[[tool_call("calculator", ...), "42"], ...] -->``,
 one list per model the block builds, in order. A block that cannot run here (a PostgreSQL server,
-a network service) says so: ``<!-- test: skip the reason -->``.
+a network service) says so: ``<!-- test: skip the reason -->``. A ``text`` block marked
+``<!-- test: prints -->`` is what the Python block before it prints, and must stay so.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import inspect
+import io
 import os
 import re
 import shlex
@@ -122,26 +125,37 @@ def run_page(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     module = types.ModuleType("docs_page")   # a real module: dataclasses and pydantic look it up
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace = module.__dict__
+    printed: str | None = None
     for block in blocks(path):
+        if block.directive == "prints":
+            assert printed is not None, f"{block.where}: no Python block ran before this output"
+            shown = [ln.rstrip() for ln in block.code.strip("\n").splitlines()]
+            got = [ln.rstrip() for ln in printed.strip("\n").splitlines()]
+            assert got == shown, f"{block.where}: the block above now prints\n" + "\n".join(got)
+            continue
         if block.lang not in ("python", "py"):
             continue
         if block.directive.startswith("skip"):
             assert block.directive[4:].strip(), f"{block.where}: say why the block is skipped"
+            printed = None
             continue
         queue.clear()
         if block.directive.startswith("scripts="):
             queue.extend(eval(block.directive[len("scripts="):], {"tool_call": tao.tool_call}))
-        elif block.directive:
+        elif block.directive:  # "prints" is handled above
             pytest.fail(f"{block.where}: unknown directive <!-- test: {block.directive} -->")
+        out = io.StringIO()
         try:
             code = compile(block.code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-            if code.co_flags & inspect.CO_COROUTINE:
-                asyncio.run(eval(code, namespace))
-            else:
-                exec(code, namespace)  # noqa: S102 - running the docs' examples is the point
+            with contextlib.redirect_stdout(out):
+                if code.co_flags & inspect.CO_COROUTINE:
+                    asyncio.run(eval(code, namespace))
+                else:
+                    exec(code, namespace)  # noqa: S102 - running the docs' examples is the point
         except BaseException as e:  # a SystemExit in an example is a failure too
             raise AssertionError(f"the block at {block.where} failed: {type(e).__name__}: {e}") from e
         assert not queue, f"{block.where}: {len(queue)} scripted model(s) were never built"
+        printed = out.getvalue()
 
 
 @pytest.mark.parametrize("path", python_pages(), ids=lambda p: str(p.relative_to(ROOT)))
