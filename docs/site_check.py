@@ -26,6 +26,12 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):  # the browser moved on mid-response
+            pass
+
 
 def main(site: Path) -> int:
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("index.html"))
@@ -39,7 +45,9 @@ def main(site: Path) -> int:
                                     args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         errors: list[str] = []
+        console: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
         bad_requests: list[str] = []
         page.on("response", lambda r: bad_requests.append(f"{r.status} {r.url}") if r.status >= 400 else None)
 
@@ -70,7 +78,9 @@ def main(site: Path) -> int:
                 first = page.locator(".md-search-result__item a").first.get_attribute("href")
                 print(f"search {query!r} on /{prefix}: {hits} results shown, the first {first.removeprefix(base)}")
             else:
-                failures.append(f"search {query!r} on /{prefix}: no result")
+                meta = page.locator(".md-search-result__meta").inner_text()
+                failures.append(f"search {query!r} on /{prefix}: no result (the box says {meta!r}; "
+                                f"the console: {console[-5:]})")
 
         # 3. the language switch goes to the same page in the other language, and back
         for start, lang, want in [("tutorials/codeact/", "zh", "zh/tutorials/codeact/"),
