@@ -55,6 +55,17 @@ def plan_model(lang: str) -> ScriptedModel:
     return ScriptedModel([json.dumps(plan, ensure_ascii=False)], name="scripted")
 
 
+def compare_model(agent: str, lang: str = "en") -> ScriptedModel:
+    """One script per architecture, for the Compare button (the factory gets the agent's name)."""
+    if agent == "react":
+        return react_model(lang)
+    if agent == "plan":
+        return plan_model(lang)
+    code = ("```python\nspent = add(multiply(3, 12), multiply(2, 5))\n"
+            "final_answer(subtract(50, spent))\n```")
+    return ScriptedModel([code], chunk_size=4, name="scripted")
+
+
 class Server:
     """The workbench app behind a real uvicorn in a thread."""
 
@@ -80,12 +91,18 @@ class Server:
         self.thread.join(10)
 
 
-def run_in_page(page, *, agent: str, model: str, task: str) -> None:
+def fill_form(page, *, agent: str, model: str, task: str, approve: tuple[str, ...] = ()) -> None:
     page.select_option("select[name=agent]", agent)
     page.select_option("select[name=model]", model)
     for box in page.query_selector_all("input[name=tools]"):
         box.set_checked(box.get_attribute("value") == "calculators")
+    for box in page.query_selector_all("input[name=approve]"):
+        box.set_checked(box.get_attribute("value") in approve)
     page.fill("textarea[name=task]", task)
+
+
+def run_in_page(page, *, agent: str, model: str, task: str) -> None:
+    fill_form(page, agent=agent, model=model, task=task)
     before = page.get_attribute("#run", "data-run-id") if page.query_selector("#run") else None
     page.click("#run-button")
     page.wait_for_function("(b) => { const r = document.querySelector('#run');"
@@ -105,7 +122,8 @@ def main() -> int:
         for lang in ("en", "zh"):
             suffix = "" if lang == "en" else ".zh"
             models = {"scripted-react": lambda *_, lang=lang: react_model(lang),
-                      "scripted-plan": lambda *_, lang=lang: plan_model(lang)}
+                      "scripted-plan": lambda *_, lang=lang: plan_model(lang),
+                      "scripted": lambda agent="react", lang=lang: compare_model(agent, lang)}
             with Server(create_app(models=models, journal=Path(tmp) / f"runs-{lang}.db", audit=False)) as served:
                 ctx = browser.new_context(locale="zh-CN" if lang == "zh" else "en-US",
                                           viewport={"width": 1600, "height": 900})
@@ -121,6 +139,30 @@ def main() -> int:
                 page.wait_for_selector("#run svg.dag .node.done")
                 page.screenshot(path=str(IMAGES / f"workbench-plan{suffix}.png"), full_page=True)
                 made.append(f"workbench-plan{suffix}.png")
+
+                # a call that needs approval waits on a card; approved, the run goes on
+                fill_form(page, agent="react", model="scripted-react", task=TASK[lang], approve=("calculator",))
+                page.click("#run-button")
+                card = page.wait_for_selector(".approval-card:not(.decided)", timeout=30000)
+                card.scroll_into_view_if_needed()
+                page.screenshot(path=str(IMAGES / f"workbench-approval{suffix}.png"))
+                made.append(f"workbench-approval{suffix}.png")
+                deadline = time.monotonic() + 60
+                while page.get_attribute("#run", "data-status") == "running":
+                    for button in page.query_selector_all(".approval-card:not(.decided) button.approve"):
+                        if button.is_enabled():
+                            button.click()
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the approved run did not finish: "
+                                           + page.inner_text("#run")[-800:])
+                    page.wait_for_timeout(200)
+
+                # the three architectures side by side
+                fill_form(page, agent="react", model="scripted", task=TASK[lang])
+                page.click("#compare-button")
+                page.wait_for_selector("#compare .compare-table tbody tr:not(.pending) >> nth=2", timeout=60000)
+                page.screenshot(path=str(IMAGES / f"workbench-compare{suffix}.png"), full_page=True)
+                made.append(f"workbench-compare{suffix}.png")
                 ctx.close()
                 if errors:
                     raise RuntimeError(f"JavaScript errors on the page: {errors}")
