@@ -353,9 +353,15 @@ def test_the_site_in_chromium(site: Path) -> None:
         if os.environ.get("TAO_REQUIRE_BROWSER") == "1":
             pytest.fail(f"TAO_REQUIRE_BROWSER=1 but {missing}")
         pytest.skip(missing)
-    proc = subprocess.run([sys.executable, str(DOCS / "site_check.py"), str(site)], check=False,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    outputs = []
+    for _ in range(2):  # once more on failure: on a loaded 2-core machine the search index can
+        # take minutes to build in the browser; a second failure is a real one
+        proc = subprocess.run([sys.executable, str(DOCS / "site_check.py"), str(site)], check=False,
+                              capture_output=True, text=True, timeout=900)
+        outputs.append(proc.stdout[-3000:] + proc.stderr[-2000:])
+        if proc.returncode == 0:
+            break
+    assert proc.returncode == 0, "\n---\n".join(outputs)
     assert " pages opened" in proc.stdout
 
 
