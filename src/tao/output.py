@@ -111,6 +111,63 @@ class Output:
         return self.adapter.dump_python(value, mode="json")
 
 
+class SchemaOutput(Output):
+    """``SchemaOutput(schema, name)``: a typed result given as a JSON Schema, not a Python type
+    - what a user reaches without writing Python (tao.toml's ``output_type``, ``tao run
+    --output-type schema.json``, the workbench's schema box). The schema goes to the model as a
+    type's would (the embedded model's grammar, an endpoint's ``response_format``); the value is
+    the JSON data itself, checked by ``jsonschema`` (which comes with the MCP SDK tao depends
+    on), so a schema pydantic could not turn into a class is still enforced as written."""
+
+    def __init__(self, schema: dict[str, Any], name: str | None = None):
+        from jsonschema import Draft202012Validator, SchemaError
+
+        if not isinstance(schema, dict):
+            raise ValueError(f"a JSON Schema is an object, not {type(schema).__name__}")
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            raise ValueError(f"not a valid JSON Schema: {e.message}") from None
+        self.type = None
+        self.adapter = None
+        self.schema = schema
+        self.name = name or str(schema.get("title") or "output")
+        self._digest = None
+        self._validator = Draft202012Validator(schema)
+
+    def parse(self, text: str) -> Any:
+        last = "the answer is not JSON"
+        for candidate in _candidates(text):
+            try:
+                value = json.loads(candidate)
+            except ValueError:
+                continue
+            problem = self._problem(value)
+            if problem is None:
+                return value
+            last = problem
+        raise OutputError(last)
+
+    def validate(self, value: Any) -> Any:
+        if isinstance(value, str) and self._problem(value) is not None:
+            return self.parse(value)
+        problem = self._problem(value)
+        if problem is not None:
+            raise OutputError(problem)
+        return value
+
+    def dump(self, value: Any) -> Any:
+        return value
+
+    def _problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` in words a model can act on, or None."""
+        errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        return "; ".join(f"{'.'.join(map(str, e.absolute_path)) or 'the value'}: {e.message}"
+                         for e in errors[:8])
+
+
 def _candidates(text: str) -> list[str]:
     """Where the JSON may be: the whole text, each fenced block, then the widest ``{...}`` and
     ``[...]`` spans (a model that adds a sentence around it)."""
