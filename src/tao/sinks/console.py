@@ -92,7 +92,9 @@ class ConsoleSink:
         self._end_live()
         if kind is RunStarted:
             self.language = detect_language(event.task)
-            self._codeact = event.agent == "codeact"  # its Result.tool_calls counts executions
+            # CodeAct (whatever its name: a handoff's "analyst") runs code in a sandbox; its
+            # Result.tool_calls counts executions
+            self._codeact = event.sandbox is not None or event.agent == "codeact"
         if self.quiet:
             if kind is FinalAnswer and not self.typed:
                 self.console.print(event.text, markup=False, highlight=False, soft_wrap=True)
