@@ -111,6 +111,33 @@ class Output:
         return self.adapter.dump_python(value, mode="json")
 
 
+#: a schema a user typed (the workbench's box, a file) is data from outside: bounded before use
+MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES = 32, 2000
+
+
+def _bounded(schema: dict[str, Any]) -> None:
+    """Refuse, with words, a schema nested deeper or larger than any output needs (the checker,
+    pydantic and the grammar all recurse over it), or one that points outside itself: a
+    ``$ref`` that is not ``#/...`` would make the checker fetch or fail at the run's end."""
+    todo: list[tuple[Any, int]] = [(schema, 1)]
+    nodes = 0
+    while todo:
+        node, depth = todo.pop()
+        nodes += 1
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ValueError(f"the JSON Schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+        if nodes > MAX_SCHEMA_NODES:
+            raise ValueError(f"the JSON Schema has more than {MAX_SCHEMA_NODES} parts")
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#/"):
+                raise ValueError(f"the JSON Schema's $ref {ref[:80]!r} is not followed: only "
+                                 "refs to a part of the schema (#/$defs/NAME) are")
+            todo += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            todo += [(v, depth + 1) for v in node]
+
+
 class SchemaOutput(Output):
     """``SchemaOutput(schema, name)``: a typed result given as a JSON Schema, not a Python type
     - what a user reaches without writing Python (tao.toml's ``output_type``, ``tao run
@@ -124,6 +151,7 @@ class SchemaOutput(Output):
 
         if not isinstance(schema, dict):
             raise ValueError(f"a JSON Schema is an object, not {type(schema).__name__}")
+        _bounded(schema)
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as e:
