@@ -38,7 +38,8 @@ class Limits:
 
     ``memory_bytes`` and ``max_processes`` (threads count too) cap the sandbox *as a whole* where
     a cgroup can be had (root, or a delegated cgroup v2 subtree; ``describe()`` says which), and
-    each process in it with ``RLIMIT_AS``/``RLIMIT_NPROC`` everywhere. Files in the sandbox's
+    each process in it with ``RLIMIT_AS``/``RLIMIT_NPROC`` everywhere (``RLIMIT_AS`` an eighth
+    below ``memory_bytes`` under a cgroup: ``address_space``). Files in the sandbox's
     tmpfs folders are memory too and count against the whole-sandbox cap. ``workspace_bytes``
     caps the workspace tao makes (a tmpfs, as root); ``tmpfs_bytes`` each private ``/tmp`` and
     ``/dev/shm`` (bwrap). Output beyond ``max_output_bytes`` per stream is dropped and marked; a
