@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -150,8 +149,9 @@ def test_the_eval_chain_gets_the_suites_tools(project):
 
 # -- tao mcp serve ---------------------------------------------------------------------------------
 def test_tao_mcp_serve_serves_a_named_agent_with_its_chain(project, monkeypatch):
-    import tao.mcp_server.server as server_module
     from mcp import Client
+
+    import tao.mcp_server.server as server_module
 
     seen: dict = {}
 

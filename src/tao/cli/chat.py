@@ -87,9 +87,8 @@ class ChatSession:
                  memory: Any = None, user: str | None = None, session: Any = None,
                  config: Any = None, output_type: Any = None,
                  resolve: Callable[[str], Any] | None = None):
-        """``config``: the tao.toml read (``Settings.config``), whose ``[agents.NAME]`` the
-        session may switch to; ``output_type``: every answer's typed result; ``resolve``: the
-        model of a named agent whose table names one of its own."""
+        """``config``: tao.toml (``Settings.config``), its ``[agents.NAME]`` for /agent too;
+        ``output_type``: every answer's; ``resolve``: a named agent's own model, by name."""
         from rich.console import Console
 
         self.model, self.model_spec = model, model_spec
@@ -222,9 +221,8 @@ class ChatSession:
         return result
 
     def build(self) -> Any:
-        """A fresh agent for one question: tao.toml's named agent with its handoffs (its
-        tables' tools and guardrails over the session's, as ``tao run --agent NAME``), else the
-        architecture ``self.agent`` names."""
+        """A fresh agent for one question: tao.toml's named agent and its handoffs, built as
+        ``tao run --agent NAME`` builds it, else the architecture ``self.agent`` names."""
         tables = getattr(self.config, "agents", None) or {}
         if self.agent not in tables:
             return pkg().build_agent(self.agent, self.model, self.max_turns, tools=self.tools,
