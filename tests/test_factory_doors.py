@@ -139,12 +139,18 @@ def test_the_eval_chain_gets_the_suites_tools(project):
     from tao.factory.config import load_config
     from tao.tools.calculator import calculator
 
+    import pickle
+
     config = load_config()
-    agent = make_agent("triage", ScriptedModel(HANDED), [calculator], 5,
-                       team=Team(config.agents, config.base))
+    team = pickle.loads(pickle.dumps(Team(config.agents, config.base)))  # as a worker gets it
+    agent = make_agent("triage", ScriptedModel(HANDED), [calculator], 5, team=team)
     assert {"calculator", "transfer_to_analyst"} <= set(agent.toolbox.names)
     analyst = agent.handoffs["transfer_to_analyst"].agent
     assert "calculator" in analyst.toolbox.names and analyst.max_turns == 5
+    from tao.evals.runner import Evaluation
+
+    with pytest.raises(ValueError, match="a chain cannot vote"):
+        Evaluation("calculator", ["triage"], "local", votes=3, team=team)
 
 
 # -- tao mcp serve ---------------------------------------------------------------------------------
