@@ -14,11 +14,12 @@ from .. import safe_json
 from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
-from ..factory import AGENTS
 from .common import (DEFAULT_TIMEOUT_S, JournalOpt, MaxTurnsOpt, McpOpt,
                      ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt, ToolsOpt, app, close_mcp, fail,
                      guard_options, guardrail_flags, is_config_error, open_mcp, open_trace, pkg,
                      read_task, settings, with_mcp)
+from .named import (AgentNameOpt, OutputTypeOpt, SessionOpt, chain, is_named, output_type_of,
+                    resolver, session_of, typed_name)
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
@@ -69,12 +70,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
             sinks.append(PlanView(console))
         else:
             limits = getattr(model, "limits", None)  # an endpoint's refusals, learnt before
-            typed = None
-            if output_type is not None:
-                from ..output import Output
-
-                typed = getattr(Output.of(output_type), "name", None)
-            sinks.append(ConsoleSink(console, quiet=quiet, typed=typed,
+            sinks.append(ConsoleSink(console, quiet=quiet, typed=typed_name(output_type),
                                      endpoint=limits() if callable(limits) else ""))
     given: dict[str, Any] = {"session": session} if session is not None else {}
     if output_type is not None:
@@ -95,12 +91,7 @@ def run_command(
     ctx: typer.Context,
     task: TaskArg = None,
     task_file: TaskFileOpt = None,
-    agent: Annotated[str, typer.Option(
-        "--agent", "-a", metavar="AGENT", help="react: native tool calls; react-text: the "
-        "Thought/Action text protocol; react-json: a JSON decision each turn; codeact: the model "
-        "writes Python that runs in a sandbox; plan: Plan-and-Execute (the plan's DAG drawn "
-        "live); or the NAME of an [agents.NAME] table in tao.toml, built with its handoffs.",
-    )] = "react",
+    agent: AgentNameOpt = "react",
     model: ModelOpt = "auto",
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     json_output: Annotated[bool, typer.Option(
@@ -128,14 +119,8 @@ def run_command(
         "--otel", help="OpenTelemetry spans of the run, sent where the OTEL_* variables say "
         "(e.g. OTEL_EXPORTER_OTLP_ENDPOINT); as TAO_TRACING=1.")] = False,
     journal: JournalOpt = None,
-    output_type: Annotated[str | None, typer.Option(
-        "--output-type", metavar="SCHEMA.json | JSON | py:module:Class", show_default=False,
-        help="A typed result: the answer must validate against this JSON Schema (a file, or "
-        "inline) or pydantic type; the validated value is printed (-q: only it, as JSON; --json: "
-        "as \"output\"). Replaces tao.toml's output_type.")] = None,
-    session_id: Annotated[str | None, typer.Option(
-        "--session", metavar="NAME", help="Start from this tao.Session's conversation (in <data "
-        "dir>/sessions.db) and append the run to it, as tao chat --session does.")] = None,
+    output_type: OutputTypeOpt = None,
+    session_id: SessionOpt = None,
     votes: Annotated[int, typer.Option(
         "--votes", min=1, help="Self-consistency: up to N runs (the first greedy, the rest "
         "sampled) and the answer most of them reach (tao.Vote; tools without side effects).",
@@ -151,15 +136,10 @@ def run_command(
 
         tracing.instrument()
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
-    named = s.agent in s.config.agents
-    if s.agent not in AGENTS and not named:
-        tables = ", ".join(s.config.agents) or "none"
-        raise typer.BadParameter(f"{s.agent!r} is neither an agent ({', '.join(AGENTS)}) nor "
-                                 f"an [agents.NAME] of tao.toml ({tables})",
-                                 param_hint="'--agent'")
+    named = is_named(s.agent, s.config)
     if named and votes > 1:
         raise typer.BadParameter("a chain of agents cannot vote", param_hint="'--votes'")
-    typed = _output_type(output_type, s.config)
+    typed = output_type_of(output_type, s.config)
     guard = guard_options(config=s.config, **(guard_flags or {}))
     from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue it
 
@@ -183,17 +163,12 @@ def run_command(
     if typed is not None:
         more["output_type"] = typed
     if session_id:
-        from ..memory.session import Session
-
-        more["session"] = Session(session_id)
+        more["session"] = session_of(session_id)
     try:
         if named:
-            from ..factory.team import chain_spec
-
-            more["spec"] = chain_spec(s.config.agents, s.agent, tools=with_mcp(s.tools, extra),
-                                      guard=guard, max_turns=s.max_turns, base=s.config.base,
-                                      memory=remembered)
-            more["resolve"] = lambda name: pkg().resolve_model(name, timeout=s.timeout)
+            more["spec"] = chain(s.config, s.agent, tools=with_mcp(s.tools, extra), guard=guard,
+                                 max_turns=s.max_turns, memory=remembered)
+            more["resolve"] = resolver(s.timeout)
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
                                 json_output=json_output, trace=trace, quiet=quiet,
                                 tools=with_mcp(s.tools, extra), guard=guard, memory=remembered,
@@ -213,21 +188,6 @@ def run_command(
         why = result.error or f"no final answer after {result.turns} turns ({result.status})"
         raise fail(why, code)
     raise typer.Exit(code)
-
-
-def _output_type(given: str | None, config: Any) -> Any:
-    """``--output-type``, else tao.toml's ``output_type`` (a schema file read from its folder),
-    as ``output_type=`` takes it; a bad one is a usage error before any model is built."""
-    from ..factory.outputs import output_type
-
-    if given is None and config.output_type is None:
-        return None
-    try:
-        return output_type(given, Path.cwd()) if given is not None else \
-            output_type(config.output_type, config.base)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="'--output-type'" if given is not None
-                                 else f"'output_type' in {config.path}") from None
 
 
 def _say_source(result: Any) -> None:
