@@ -92,6 +92,12 @@ def _marks(t: Any) -> bool:
                 or getattr(t, "untrusted_output", False))
 
 
+def _steps_active() -> bool:
+    from ..runs import steps
+
+    return steps.ENABLED and steps.active()
+
+
 class Run:
     def __init__(self, guard: Guard, task: str, agent: str, model: str, lang: str,
                  tools: Iterable[Any], parent: Run | None = None, run_id: str | None = None,
@@ -119,6 +125,8 @@ class Run:
             if guard.journal else None)
         self._journal_own = self.journal is not None and not (self.parent and self.parent.journal)
         self.active = self.active or self.journal is not None
+        #: run by a DBOS workflow (tao worker): each model and tool call is a step of it too
+        self.stepped = self.journal is not None and _steps_active()
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
         above = chain if chain is not None else self.parent.meter if self.parent else None
         self.meter: Meter = Meter(b, self.t, self.id, above)
@@ -144,6 +152,10 @@ class Run:
             from ..runs.resume import Journaled
 
             model = Journaled(model, self.journal)
+        if self.stepped:  # a run in a DBOS workflow (tao worker): each call a step too
+            from ..runs.steps import Stepped
+
+            model = Stepped(model)
         model = Metered(model, self.meter) if self.meter.meters else model
         from .. import tracing  # each call's times and usage, for the run's chat spans
 
@@ -245,7 +257,22 @@ class Run:
                         execute: Callable[[ToolCall, bool], Awaitable[Any]]) -> Any:
         """The tool door's run side (``Toolbox.execute`` with a run): a journaled result served,
         the call admitted (deny, approval, budget), journaled, run under the wall clock as this
-        run's current call (``execute(call, in_thread)``, the call as admitted), its result fenced and audited."""
+        run's current call (``execute(call, in_thread)``, the call as admitted), its result fenced and audited.
+        In a DBOS workflow (``tao worker``) all of it is one DBOS step (``tao.runs.steps``)."""
+        if self.stepped:
+            from ..runs.steps import tool_call
+
+            return await tool_call(call, lambda: self._call_tool(call, tool, execute),
+                                   lambda: bool(self.tainted), self._taint)
+        return await self._call_tool(call, tool, execute)
+
+    def _taint(self) -> None:
+        r: Any = self
+        while r is not None:
+            r.tainted, r = True, r.parent
+
+    async def _call_tool(self, call: ToolCall, tool: Any,
+                         execute: Callable[[ToolCall, bool], Awaitable[Any]]) -> Any:
         journal = self.journal
         if journal is not None:
             resume = _resume()
