@@ -1,4 +1,4 @@
-"""Every extra the README (or an install hint in the code) names is one pyproject.toml provides,
+"""Every extra the README, the docs (or an install hint in the code) names is one pyproject.toml provides,
 under a name no pip has to normalise: pip 23.2.1 - a fresh ``python3.11 -m venv``'s own - reads
 ``.[local-1_5b]`` as not provided and installs nothing, though the metadata says ``local-1-5b``."""
 
@@ -30,7 +30,8 @@ def test_extras_have_names_pip_does_not_rewrite():
 
 def test_every_extra_the_readme_and_the_code_name_exists():
     provided = set(extras())
-    sources = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "src").rglob("*.py"))]
+    sources = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md")),
+               *sorted((ROOT / "src").rglob("*.py"))]
     for path in sources:
         missing = named_in(path.read_text("utf-8")) - provided
         assert not missing, f"{path.relative_to(ROOT)} names extras pyproject.toml lacks: {missing}"
