@@ -67,7 +67,7 @@ def main(site: Path) -> int:
             page.goto(base + prefix)
             page.click("label.md-search__icon, .md-search__input", timeout=5000)
             hits = 0
-            for _ in range(90):          # typed before the index has loaded, a query finds nothing
+            for _ in range(180):         # typed before the index is built (slow on a busy machine), a query finds nothing
                 page.fill("input.md-search__input", "")
                 page.fill("input.md-search__input", query)
                 page.wait_for_timeout(1000)
