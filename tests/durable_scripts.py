@@ -5,6 +5,7 @@ its task, and ``pay``, whose effect is a row in PostgreSQL under the call's idem
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -52,3 +53,16 @@ def calc_model() -> ScriptedModel:
         return tool_call("calculator", operation="add", a=40, b=2)
 
     return ScriptedModel([first, lambda messages: f"it is {messages[-1].content}"])
+
+
+def plan_model() -> ScriptedModel:
+    """A plan that pays the task's two last words at once (two steps with no order between
+    them), then answers with both results."""
+    def plan(messages):
+        task = next(m.content for m in messages if m.role == "user")
+        a, b = task.split()[-2:]
+        steps = [{"id": f"step{i}", "description": f"pay {n}", "tool": "pay",
+                  "args": {"name": n}, "depends_on": []} for i, n in ((1, a), (2, b))]
+        return json.dumps({"steps": steps, "answer": "$step1; $step2"})
+
+    return ScriptedModel([plan])

@@ -117,6 +117,42 @@ def test_a_run_on_a_worker_streams_its_events_to_any_reader(pool):
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
 
 
+def test_each_model_call_and_tool_call_of_a_run_is_a_step_of_its_workflow(pool):
+    """DBOS sees the run's calls as its steps (its step list, the Conductor), each recording
+    the call's key beside its output; the journal is inside each step (tao.runs.steps)."""
+    from tao.durable.submit import _client
+
+    pool()
+    rid = submit(pool.url, "pay bo", model="py:durable_scripts:model",
+                 tools=["durable_scripts:pay"], fsync=False)
+    assert result(pool.url, rid, timeout=60).answer == "done: paid bo (1)"
+    steps = _client(pool.url).list_workflow_steps(rid)
+    assert [s["function_name"] for s in steps] == ["tao.model", "tao.tool", "tao.model"]
+    model, tool, answer = (s["output"] for s in steps)
+    assert model["message"]["tool_calls"][0]["name"] == "pay"
+    assert tool["key"] == '["pay", {"name": "bo"}]' and tool["content"] == "paid bo (1)"
+    assert answer["message"]["content"] == "done: paid bo (1)"
+
+
+def test_a_plan_whose_steps_pay_at_once_is_killed_and_recovered_with_each_payment_single(pool):
+    """Parallel tool steps are DBOS steps started in no fixed order: recovered on the other
+    worker, each is matched to its own recorded output by its key, or asks the journal."""
+    first, second = pool(), pool()
+    n = 40
+    ids = [submit(pool.url, f"pay a{i} b{i}", agent="plan", model="py:durable_scripts:plan_model",
+                  tools=["durable_scripts:pay"], fsync=False) for i in range(n)]
+    deadline = time.monotonic() + 60
+    while not paying(pool.url, first.pid):
+        assert time.monotonic() < deadline, "the first worker took no run"
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    results = [result(pool.url, rid, timeout=120) for rid in ids]
+    assert [r.status for r in results] == ["done"] * n
+    assert [r.answer for r in results] == [f"paid a{i} (1); paid b{i} (1)" for i in range(n)]
+    paid, _, _ = paid_and_tried(pool.url)
+    assert paid == {f"{x}{i}": 1 for i in range(n) for x in "ab"}
+
+
 def test_a_bad_submission_is_refused_before_it_is_queued(pool):
     with pytest.raises(ValueError, match="unknown agent"):
         submit(pool.url, "x", agent="nope")

@@ -67,3 +67,42 @@ def test_reconnecting_with_the_last_number_seen_loses_nothing(pg_url):
     assert kinds(log.read("r2")) == kinds(events)
     with pytest.raises(ValueError, match="numbered"):
         log.append("r2", RunStarted("t", "a", "m"))
+
+
+def test_many_writers_making_the_tables_of_a_fresh_database_at_once_all_get_them(pg_url):
+    """Two workers' first runs at once once ended a run with 'type "run_events" already exists':
+    PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself. ``pg.create`` tries
+    again until the tables are there."""
+    import threading
+    import uuid
+
+    import psycopg
+
+    from tao.runs import event_log, pg
+
+    errors: list[BaseException] = []
+    for _ in range(5):
+        name = f"fresh_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(pg_url, autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{name}"')
+        head, _, query = pg_url.partition("?")
+        url = head.rsplit("/", 1)[0] + "/" + name + ("?" + query if query else "")
+        conns = [psycopg.connect(url, autocommit=True) for _ in range(8)]
+        go = threading.Barrier(len(conns))
+
+        def make(db):
+            try:
+                go.wait()
+                pg.create(db, event_log.SCHEMA)
+                pg.create(db, pg.SCHEMA)
+            except BaseException as e:  # noqa: BLE001 - the test reports whatever it was
+                errors.append(e)
+
+        threads = [threading.Thread(target=make, args=(db,)) for db in conns]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for db in conns:
+            db.close()
+    assert errors == []

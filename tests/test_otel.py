@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -342,3 +343,27 @@ def test_deps_reach_no_span_even_when_contents_are_captured(spans, monkeypatch):
     got = spans()
     assert named(got, "execute_tool whoami")[0].attributes["gen_ai.tool.call.result"] == "ann"
     assert not [s for s in got if "sk-live-0123456789abcdef" in repr(dict(s.attributes))]
+
+
+def test_the_provider_given_gets_the_spans_even_when_another_is_already_global():
+    """OpenTelemetry takes a global provider once per process and ignores the next one with a
+    warning. An app (or a library before it) that set one first must not swallow the spans of
+    ``tao.instrument(mine)``."""
+    code = textwrap.dedent("""
+        import tao
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from tao import ReActAgent, ScriptedModel
+
+        trace.set_tracer_provider(TracerProvider())   # someone else's, first
+        mine, exporter = TracerProvider(), InMemorySpanExporter()
+        mine.add_span_processor(SimpleSpanProcessor(exporter))
+        assert tao.instrument(mine) is mine
+        ReActAgent(ScriptedModel(["hi"])).run("hello")
+        print(sorted(s.name for s in exporter.get_finished_spans()))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['chat scripted', 'invoke_agent react']", out.stdout

@@ -229,3 +229,21 @@ def test_a_bare_word_is_a_literal(reply, value):
 
 def test_a_number_with_a_full_stop_is_a_number():
     assert ReActAgent(ScriptedModel(["21。"]), output_type=int).run("?").output == 21
+
+
+@pytest.mark.parametrize("schema, words", [
+    ({"$ref": "https://example.com/person.json"}, "only refs to a part of the schema"),
+    ({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}},
+     "only refs to a part of the schema"),
+    ({"type": "nonsense"}, "not a valid JSON Schema"),
+])
+def test_a_json_schema_from_outside_is_refused_with_words_before_any_run(schema, words):
+    from tao.output import SchemaOutput
+
+    with pytest.raises(ValueError, match=words):
+        SchemaOutput(schema)
+    deep: dict = {"type": "string"}
+    for _ in range(3000):  # deeper than Python's recursion limit: still words, not a crash
+        deep = {"type": "object", "properties": {"a": deep}}
+    with pytest.raises(ValueError, match="nested more than 32 levels"):
+        SchemaOutput(deep)

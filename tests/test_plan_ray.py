@@ -305,3 +305,30 @@ def test_a_tool_that_takes_the_run_context_runs_here_with_the_deps():
     result = agent.run("whose?", deps={"user": "ann"})
     # the deps stay in this process: the step is not shipped to a Ray worker
     assert result.status == "done" and result.answer == f"ann 2 {os.getpid()}"
+
+
+def test_mcp_tools_run_on_ray_workers_each_with_its_own_connection_to_the_server():
+    """An MCP server's session cannot be pickled; how to open one can. Each Ray worker connects
+    to its own copy of the server on its first call (the demo's ``pid`` tool answers with the
+    server process's id) and the plan's answer is the same as on the async executor."""
+    from tao.mcp import MCPServer
+
+    demo = Path(__file__).parent / "mcp_servers" / "demo.py"
+    plan = {"steps": [
+        {"id": "step1", "description": "pid", "tool": "pid", "args": {}, "depends_on": []},
+        {"id": "step2", "description": "add", "tool": "add", "args": {"a": 2, "b": 3},
+         "depends_on": []},
+        {"id": "step3", "description": "add", "tool": "add", "args": {"a": "$step2", "b": 10},
+         "depends_on": ["step2"]}], "answer": "$step3"}
+    results = {}
+    with MCPServer(command=[sys.executable, str(demo)], untrusted_output=False) as server:
+        for executor in ("ray", "async"):
+            agent = PlanExecuteAgent(ScriptedModel([reply(plan)]), [server], executor=executor)
+            results[executor] = run(agent, "pid and sums")
+        assert server.connection.sessions == 1  # the caller's own session, opened once
+    (on_ray, ray_events), (here, here_events) = results["ray"], results["async"]
+    assert on_ray.status == "done" and float(on_ray.answer) == 15 == float(here.answer)
+    ray_pid, here_pid = ({e.step_id: e.result for e in of(events, StepFinished)}["step1"]
+                         for events in (ray_events, here_events))
+    assert ray_pid.isdigit() and here_pid.isdigit()
+    assert ray_pid != here_pid  # another server process answered the worker

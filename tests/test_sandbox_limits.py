@@ -227,7 +227,12 @@ async def test_per_process_limits_are_named(kind: str) -> None:
     try:
         r = await box.execute("x = bytearray(8 << 30)")
         assert r.limits_hit == ("address_space",)
-        assert "One process may use at most 1 GiB of address space" in r.to_observation()
+        # an eighth below the whole-sandbox cap, so that one process's MemoryError comes first
+        assert "One process may use at most 896 MiB of address space" in r.to_observation()
+        grow = "a = []\nwhile True:\n    a.append(bytearray(64 << 20))"
+        r = await box.execute(grow, timeout=30)  # never the cgroup's OOM killer, never a stall
+        assert r.limits_hit == ("address_space",) and not r.timed_out, r
+        assert r.killed_reason is None and "MemoryError" in r.error, r
         r = await box.execute("open('big.bin', 'wb').write(b'0' * (8 << 20))")
         assert r.limits_hit == ("file_size",) and "at most 4 MiB" in r.to_observation()
         r = await box.execute("files = [open('/dev/null') for _ in range(100)]")

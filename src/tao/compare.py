@@ -13,6 +13,11 @@ mapping ``{"react": m1, "plan": m2, ...}`` / a callable ``name -> Model`` (each 
 compare. Every agent gets the same ``tools`` (default: the seed's four-operation ``calculator``);
 CodeAct adds the seed's helpers ``add subtract multiply divide sum avg`` itself.
 
+An agent may also be an ``AgentSpec`` with a ``name`` - a named agent and its handoffs, as
+``tao compare TASK --agents react,triage`` makes one from tao.toml's ``[agents.triage]``
+(``tao.factory.team.chain_spec``) - so a chain is measured against a single loop on the same
+task: its row counts every agent of the chain (turns, tool calls, tokens), each model it spent.
+
 ``CodeActAgent`` is imported when its row runs; where it cannot be imported the row is kept with
 ``note`` saying why and nothing measured, so the table still shows ReAct against the plan.
 """
@@ -71,34 +76,55 @@ def build(name: str, model: Model, tools: Sequence[Any], max_turns: int = 10) ->
 
 
 def compare(task: str, model: Model | Mapping[str, Model] | Callable[[str], Model],
-            agents: Iterable[str] = AGENTS, *, tools: Sequence[Any] | None = None,
-            max_turns: int = 10, sinks: Mapping[str, Iterable[Callable[[Event], Any]]] | None = None
-            ) -> list[Row]:
+            agents: Iterable[str | AgentSpec] = AGENTS, *, tools: Sequence[Any] | None = None,
+            max_turns: int = 10, sinks: Mapping[str, Iterable[Callable[[Event], Any]]] | None = None,
+            resolve: Callable[[str], Model] | None = None) -> list[Row]:
     """Run each of ``agents`` on ``task``, one after another; one ``Row`` each, in order.
-    ``sinks`` (``{"plan": [PlanView()]}``) watch an agent's run."""
+    ``sinks`` (``{"plan": [PlanView()]}``) watch an agent's run. An agent is an architecture's
+    name or a named ``AgentSpec`` (its row, its model and its sinks go by that name);
+    ``resolve``: the model of a spec's agent that names one of its own."""
     agents = list(agents)
-    for name in agents:  # a typo is the caller's mistake: say so before anything runs
-        if name not in ARCHITECTURE:
-            raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(ARCHITECTURE)}")
+    for agent in agents:  # a typo is the caller's mistake: say so before anything runs
+        if isinstance(agent, AgentSpec):
+            if agent.name is None:
+                raise ValueError("an AgentSpec compared needs a name (AgentSpec(name=...)): it "
+                                 "is what its row is called")
+        elif agent not in ARCHITECTURE:
+            raise ValueError(f"unknown agent {agent!r}; use any of: {', '.join(ARCHITECTURE)}")
     if tools is None:
         from .tools.calculator import calculator
 
         tools = [calculator]
     rows = []
-    for name in agents:
-        row = Row(name, ARCHITECTURE[name], UNIT[name])
+    for agent in agents:
+        name = agent.name or agent.agent if isinstance(agent, AgentSpec) else agent
+        row = _row(agent)
         try:
-            agent = build(name, _model_for(model, name), tools, max_turns)
+            if isinstance(agent, AgentSpec):
+                runner = build_agent(agent, _model_for(model, name), resolve)
+            else:
+                runner = build(name, _model_for(model, name), tools, max_turns)
         except ImportError as e:
-            row.note = f"{ARCHITECTURE[name]} is not available: {e}"
+            row.note = f"{row.architecture} is not available: {e}"
             rows.append(row)
             continue
         events: list[Event] = []
         start = time.perf_counter()
-        result = agent.run(task, [events.append, *(sinks or {}).get(name, ())])
+        result = runner.run(task, [events.append, *(sinks or {}).get(name, ())])
         _fill(row, result, events, time.perf_counter() - start)
         rows.append(row)
     return rows
+
+
+def _row(agent: str | AgentSpec) -> Row:
+    """The empty row of ``agent``: a named spec's says its name, architecture and the agents
+    it may hand to ("triage: ReAct -> analyst, planner"), counted in its first agent's unit."""
+    if not isinstance(agent, AgentSpec):
+        return Row(agent, ARCHITECTURE[agent], UNIT[agent])
+    targets = [h if isinstance(h, str) else h.name or h.agent for h in agent.handoffs]
+    handed = f" -> {', '.join(targets)}" if targets else ""
+    kind = ARCHITECTURE.get(agent.agent, agent.agent)
+    return Row(agent.name or agent.agent, f"{agent.name}: {kind}{handed}", UNIT[agent.agent])
 
 
 def _model_for(model: Any, name: str) -> Model:

@@ -111,6 +111,91 @@ class Output:
         return self.adapter.dump_python(value, mode="json")
 
 
+#: a schema a user typed (the workbench's box, a file) is data from outside: bounded before use
+MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES = 32, 2000
+
+
+def _bounded(schema: dict[str, Any]) -> None:
+    """Refuse, with words, a schema nested deeper or larger than any output needs (the checker,
+    pydantic and the grammar all recurse over it), or one that points outside itself: a
+    ``$ref`` that is not ``#/...`` would make the checker fetch or fail at the run's end."""
+    todo: list[tuple[Any, int]] = [(schema, 1)]
+    nodes = 0
+    while todo:
+        node, depth = todo.pop()
+        nodes += 1
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ValueError(f"the JSON Schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")
+        if nodes > MAX_SCHEMA_NODES:
+            raise ValueError(f"the JSON Schema has more than {MAX_SCHEMA_NODES} parts")
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#/"):
+                raise ValueError(f"the JSON Schema's $ref {ref[:80]!r} is not followed: only "
+                                 "refs to a part of the schema (#/$defs/NAME) are")
+            todo += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            todo += [(v, depth + 1) for v in node]
+
+
+class SchemaOutput(Output):
+    """``SchemaOutput(schema, name)``: a typed result given as a JSON Schema, not a Python type
+    - what a user reaches without writing Python (tao.toml's ``output_type``, ``tao run
+    --output-type schema.json``, the workbench's schema box). The schema goes to the model as a
+    type's would (the embedded model's grammar, an endpoint's ``response_format``); the value is
+    the JSON data itself, checked by ``jsonschema`` (which comes with the MCP SDK tao depends
+    on), so a schema pydantic could not turn into a class is still enforced as written."""
+
+    def __init__(self, schema: dict[str, Any], name: str | None = None):
+        from jsonschema import Draft202012Validator, SchemaError
+
+        if not isinstance(schema, dict):
+            raise ValueError(f"a JSON Schema is an object, not {type(schema).__name__}")
+        _bounded(schema)
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            raise ValueError(f"not a valid JSON Schema: {e.message}") from None
+        self.type = None
+        self.adapter = None
+        self.schema = schema
+        self.name = name or str(schema.get("title") or "output")
+        self._digest = None
+        self._validator = Draft202012Validator(schema)
+
+    def parse(self, text: str) -> Any:
+        last = "the answer is not JSON"
+        for candidate in _candidates(text):
+            try:
+                value = json.loads(candidate)
+            except ValueError:
+                continue
+            problem = self._problem(value)
+            if problem is None:
+                return value
+            last = problem
+        raise OutputError(last)
+
+    def validate(self, value: Any) -> Any:
+        if isinstance(value, str) and self._problem(value) is not None:
+            return self.parse(value)
+        problem = self._problem(value)
+        if problem is not None:
+            raise OutputError(problem)
+        return value
+
+    def dump(self, value: Any) -> Any:
+        return value
+
+    def _problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` in words a model can act on, or None."""
+        errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        return "; ".join(f"{'.'.join(map(str, e.absolute_path)) or 'the value'}: {e.message}"
+                         for e in errors[:8])
+
+
 def _candidates(text: str) -> list[str]:
     """Where the JSON may be: the whole text, each fenced block, then the widest ``{...}`` and
     ``[...]`` spans (a model that adds a sentence around it)."""

@@ -22,6 +22,10 @@ from typing import Any
 
 _ON = False
 _PROVIDER: Any = None  # the provider tao built, when it built one
+#: the provider ``instrument(provider)`` was given: tao's spans go to it even when the global one
+#: was set before by someone else (OpenTelemetry sets the global provider once per process and
+#: ignores later calls with a warning; a library's call must not swallow the app's spans)
+_GIVEN: Any = None
 
 #: the sink of the outermost traced run in this context: what a sub-agent started by a tool
 #: (``AgentTool``), whose events do not pass through its parent's stream, reports to
@@ -34,15 +38,20 @@ PROVIDERS = {"OpenAIModel": "openai", "LocalModel": "llama_cpp", "ScriptedModel"
 def instrument(tracer_provider: Any = None) -> Any:
     """Trace every agent run of this process from now on; returns the tracer provider used.
 
-    ``tracer_provider``: use this one (and make it the global provider). Without it, the global
+    ``tracer_provider``: tao's spans go to this one (made the global provider too when none is
+    set yet: OpenTelemetry takes the global once per process). Without it, the global
     provider is used when the application set one; else tao builds one from the ``OTEL_*``
     variables, which exports only where they point. Calling it again changes nothing."""
-    global _ON, _PROVIDER
+    global _ON, _PROVIDER, _GIVEN
     from opentelemetry import trace
 
     if tracer_provider is not None:
-        if trace.get_tracer_provider() is not tracer_provider:
+        _GIVEN = tracer_provider
+        if trace.get_tracer_provider() is not tracer_provider and _is_default(
+                trace.get_tracer_provider()):
             trace.set_tracer_provider(tracer_provider)
+        _ON = True
+        return tracer_provider
     elif _PROVIDER is None and _is_default(trace.get_tracer_provider()):
         _PROVIDER = _from_env()
         if _PROVIDER is not None:
@@ -68,7 +77,7 @@ def enabled() -> bool:
         instrument()
     from opentelemetry import trace
 
-    return not _is_default(trace.get_tracer_provider())
+    return _GIVEN is not None or not _is_default(trace.get_tracer_provider())
 
 
 def shutdown() -> None:
@@ -162,7 +171,7 @@ async def traced(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         return
     from .sinks.otel import OtelSink
 
-    sink = OtelSink()
+    sink = OtelSink(_GIVEN.get_tracer("tao") if _GIVEN is not None else None)
     SINK.set(sink)
     try:
         async for event in stream:

@@ -209,7 +209,7 @@ class Agent:
 
     def stream(self, task: str, *, run_id: str | None = None, output_type: Any = ...,
                deps: Any = None, history: Iterable[Message] = (), session: Any = None,
-               _depth: int = 0) -> AsyncIterator[Event]:
+               _depth: int = 0, _meter: Any = None) -> AsyncIterator[Event]:
         """The run of ``task`` as events. ``run_id``: continue that journaled run (what
         ``resume`` does); else a new id. The id is handed to the loop, which hands it to the
         run's context: nothing else carries it. ``output_type``: this run's typed result,
@@ -224,13 +224,13 @@ class Agent:
         rid = run_id or uuid.uuid4().hex
         if session is not None:
             history = [*session.messages(), *history]
-        options = RunOptions(self.output, deps, tuple(history), _depth, output_type)
+        options = RunOptions(self.output, deps, tuple(history), _depth, output_type, _meter)
         if output_type is not ...:
             from ..output import Output
 
             options = replace(options, output=Output.of(output_type))
         loop = self.loop(task, rid)
-        if deps is not None or options.history or _depth or output_type is not ...:
+        if deps is not None or options.history or _depth or output_type is not ... or _meter:
             loop = _given(self, rid, options, loop)
         events = _numbered(loop, rid, _hider(self))
         if self.handoffs:

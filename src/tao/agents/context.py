@@ -37,7 +37,8 @@ class LoopContext:
         typed = options.output
         self.guard: Run = agent.guard.start(
             task, agent.name, agent.model.name, lang, toolbox, run_id,
-            {"output_type": typed.name, "output_schema": typed.digest()} if typed else None)
+            {"output_type": typed.name, "output_schema": typed.digest()} if typed else None,
+            options.meter)
         self.agent, self.run_id, self.deps, self.depth = agent, run_id, options.deps, options.depth
         self.memory: MemoryRun = agent.memory.start(task, lang, options.history)
         self.model: Model = self.guard.wrap(self.memory.wrap(agent.model))
@@ -158,8 +159,8 @@ class LoopContext:
         if self.handoff is not None and status == "done":  # the target runs next (stream)
             handoff, reason = self.handoff
             result.handoff = handoff.agent.name
-            self.agent.__dict__.setdefault("_handed", {})[self.run_id] = (handoff, reason,
-                                                                          messages)
+            self.agent.__dict__.setdefault("_handed", {})[self.run_id] = (
+                handoff, reason, messages, self.guard.meter)
         return RunFinished(self.guard.finish(await self.memory.finish(result, self.agent_model)))
 
 

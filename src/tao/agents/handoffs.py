@@ -9,7 +9,10 @@ the target agent runs the same task with the conversation so far before it - wha
 call itself; ``remove_tools`` keeps only the words). The target may be of any architecture: a
 ReAct triage agent hands to a CodeAct analyst or a Plan-and-Execute agent, and the last answer is
 ``arun``'s result, with the whole chain's turns, tool calls and usage. The run's ``deps`` and
-typed ``output_type`` go along; each agent keeps its own guard and budgets.
+typed ``output_type`` go along; each agent keeps its own guard and budgets, and spends against
+the budgets of the agents before it in the chain too (their ``Meter`` is its parent): a run
+started with ``max_cost=0.20`` costs at most that, whoever speaks. ``max_turns`` stays each
+agent's own loop.
 
 A chain of handoffs is bounded: after ``MAX_HANDOFFS`` a transfer tool answers with an error
 and the agent must answer itself - two agents that keep passing the task back stop there.
@@ -120,7 +123,7 @@ async def continued(agent: Any, task: str, run_id: str, events: AsyncIterator[Ev
         if held is not None:  # pragma: no cover - a handoff result always leaves its target
             yield held
         return
-    handoff, reason, messages = handed
+    handoff, reason, messages, meter = handed
     depth = options.depth + 1
     target = handoff.agent
     last += 1
@@ -131,7 +134,7 @@ async def continued(agent: Any, task: str, run_id: str, events: AsyncIterator[Ev
     # (options.history) goes before what this agent said
     async for event in target.stream(task, output_type=options.output_type, deps=options.deps,
                                      history=[*options.history, *handoff.history(messages)],
-                                     run_id=f"{run_id}.h{depth}", _depth=depth):
+                                     run_id=f"{run_id}.h{depth}", _depth=depth, _meter=meter):
         last += 1
         if type(event) is RunFinished and held is not None:
             event = RunFinished(_chained(held.result, event.result))

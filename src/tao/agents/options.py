@@ -19,3 +19,6 @@ class RunOptions:
     history: tuple[Message, ...] = ()  # the conversation before the task (a session, a handoff)
     depth: int = 0  # handoffs before this run in its chain
     output_type: Any = ...  # as given to this run (``...``: the agent's own), for a handoff's target
+    #: the budget meter of the agent that handed over (``guard.budget.Meter``): a handoff's
+    #: target spends against it too, so the budgets the chain started with bound the chain
+    meter: Any = None

@@ -20,10 +20,15 @@ editing, and its history is kept in ``<data dir>/chat_history`` (``$TAO_DATA_DIR
 last question typed (before the first one: the locale's). ``--journal FILE`` (or
 ``TAO_JOURNAL``) journals each answer as a run, with the conversation it was given: ``tao
 resume RUN_ID`` answers it again after a crash, what the journal holds served from it.
+
+As in ``tao run``, ``--agent NAME`` (and ``/agent NAME``) may name an ``[agents.NAME]`` of
+tao.toml - each question is then answered by that agent with its handoffs - and
+``--output-type`` types every answer (the validated value is shown after it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -32,10 +37,11 @@ from ..errors import TaoError
 from ..factory import AGENTS as NAMES
 from ..lang import detect_language
 from ..messages import Message
-from .common import (ASK, AgentKind, AgentOpt, DEFAULT_TIMEOUT_S, JournalOpt, McpOpt, ModelOpt,
-                     TimeoutOpt, ToolsOpt, app, close_mcp, data_dir, fail, guard_options,
-                     guardrail_flags, is_config_error, locale_language, open_mcp, pkg, settings,
-                     with_mcp)
+from .common import (ASK, DEFAULT_TIMEOUT_S, JournalOpt, McpOpt, ModelOpt, TimeoutOpt, ToolsOpt,
+                     app, close_mcp, data_dir, fail, guard_options, guardrail_flags,
+                     is_config_error, locale_language, open_mcp, pkg, settings, with_mcp)
+from .named import (AgentNameOpt, OutputTypeOpt, SessionOpt, chain, is_named, output_type_of,
+                    resolver, session_of, typed_name)
 
 AGENTS = list(NAMES)
 TEXTS = {
@@ -78,7 +84,11 @@ class ChatSession:
     def __init__(self, model: Any, model_spec: str, *, agent: str = "react", tools: Any = None,
                  max_turns: int = 10, timeout: float = DEFAULT_TIMEOUT_S, console: Any = None,
                  language: str | None = None, guard: dict[str, Any] | None = None,
-                 memory: Any = None, user: str | None = None, session: Any = None):
+                 memory: Any = None, user: str | None = None, session: Any = None,
+                 config: Any = None, output_type: Any = None,
+                 resolve: Callable[[str], Any] | None = None):
+        """``config``: tao.toml (``Settings.config``), its ``[agents.NAME]`` for /agent too;
+        ``output_type``: every answer's; ``resolve``: a named agent's own model, by name."""
         from rich.console import Console
 
         self.model, self.model_spec = model, model_spec
@@ -95,6 +105,9 @@ class ChatSession:
         from ..memory.inject import Memory  # the conversation, fitted to the context; the store
 
         self.memory = Memory(memory, history=self.history, user=user)
+        self.config, self.output_type, self.resolve = config, output_type, resolve
+        #: what /agent may switch to: the architectures, then tao.toml's named agents
+        self.agents = [*AGENTS, *(getattr(config, "agents", None) or {})]
 
     @property
     def t(self) -> dict[str, str]:
@@ -127,7 +140,7 @@ class ChatSession:
         if name in ("/exit", "/quit"):
             return False
         if name == "/help":
-            self.say(t["help"].format(agents=", ".join(AGENTS)))
+            self.say(t["help"].format(agents=", ".join(self.agents)))
         elif name == "/reset":
             self.history.clear()
             if self.session is not None:
@@ -136,8 +149,8 @@ class ChatSession:
         elif name in ("/memory", "/forget"):
             self.memories(name, arg)
         elif name == "/agent":
-            if arg and arg not in AGENTS:
-                self.say(t["bad_agent"].format(name=arg, agents=", ".join(AGENTS)), "red")
+            if arg and arg not in self.agents:
+                self.say(t["bad_agent"].format(name=arg, agents=", ".join(self.agents)), "red")
             else:
                 self.agent = arg or self.agent
                 self.say(t["agent"].format(name=self.agent), "bold")
@@ -181,16 +194,15 @@ class ChatSession:
                             "history": [m.to_dict() for m in self.history]}
         sink = None
         try:
-            runner = pkg().build_agent(self.agent, self.model, self.max_turns, tools=self.tools,
-                                       memory=self.memory,
-                                       **({"guard": self.guard} if self.guard else {}))
+            runner = self.build()
             if self.agent == "plan":
                 from ..sinks.plan_view import PlanView
 
                 sink = PlanView(self.console)
             else:
-                sink = ConsoleSink(self.console)
-            result = runner.run(question, [sink], run_id=run_id)
+                sink = ConsoleSink(self.console, typed=typed_name(self.output_type))
+            typed = {"output_type": self.output_type} if self.output_type is not None else {}
+            result = runner.run(question, [sink], run_id=run_id, **typed)
         except KeyboardInterrupt:
             if sink is not None:
                 sink.close()  # a live view of the turn would stay on screen
@@ -207,6 +219,21 @@ class ChatSession:
             if self.session is not None:
                 self.session.add_turn(question, result.answer)
         return result
+
+    def build(self) -> Any:
+        """A fresh agent for one question: tao.toml's named agent and its handoffs, built as
+        ``tao run --agent NAME`` builds it, else the architecture ``self.agent`` names."""
+        tables = getattr(self.config, "agents", None) or {}
+        if self.agent not in tables:
+            return pkg().build_agent(self.agent, self.model, self.max_turns, tools=self.tools,
+                                     memory=self.memory,
+                                     **({"guard": self.guard} if self.guard else {}))
+        from ..factory import build_agent
+        from ..factory.team import chain_spec
+
+        spec = chain_spec(tables, self.agent, tools=self.tools, guard=self.guard,
+                          max_turns=self.max_turns, base=self.config.base, memory=self.memory)
+        return build_agent(spec, self.model, self.resolve)
 
     def loop(self, read: Any = input) -> None:
         """Ask, run, again, until /exit, Ctrl-D or a second Ctrl-C in a row at the prompt."""
@@ -273,7 +300,7 @@ class _LineHistory:
 @guardrail_flags()
 def chat_command(
     ctx: typer.Context,
-    agent: AgentOpt = AgentKind.react,
+    agent: AgentNameOpt = "react",
     model: ModelOpt = "auto",
     tools: ToolsOpt = None,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1,
@@ -287,9 +314,8 @@ def chat_command(
     user: Annotated[str | None, typer.Option(
         "--user", help="Whose memories these are (default: your login name).")] = None,
     journal: JournalOpt = None,
-    session_id: Annotated[str | None, typer.Option(
-        "--session", metavar="NAME", help="Keep the conversation as this tao.Session (in "
-        "<data dir>/sessions.db): the next tao chat --session NAME goes on from it.")] = None,
+    session_id: SessionOpt = None,
+    output_type: OutputTypeOpt = None,
     resume_run: Annotated[str | None, typer.Option(
         "--resume-run", hidden=True, metavar="RUN_ID",
         help="(tao resume) Answer this journaled run again, with its conversation, and leave.",
@@ -299,15 +325,19 @@ def chat_command(
 
     /reset forgets the conversation, /agent NAME and /model NAME switch, /help, /exit. Ctrl-C
     stops an answer; Ctrl-C twice or Ctrl-D leaves. A tao.toml in the working directory may set
-    tools, model, agent, max_turns and timeout. With --journal each answer is a journaled run
-    that tao resume can continue."""
+    tools, model, agent, max_turns and timeout, and name agents with their handoffs
+    ([agents.NAME]: --agent NAME). With --journal each answer is a journaled run that tao
+    resume can continue."""
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
+    typed = output_type_of(output_type, s.config)
     from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue an answer
 
     journaled = journal_for(ctx, journal)
     row = _journaled_run(journaled, resume_run) if resume_run is not None else None
     if row is not None:  # the answer is asked again as it was: its agent and model
         s.agent, s.model = row["meta"].get("agent") or s.agent, row["meta"].get("model") or s.model
+    if is_named(s.agent, s.config):  # a table whose tools cannot load: said before any model
+        chain(s.config, s.agent or "", tools=s.tools, guard={}, max_turns=s.max_turns)
     try:
         chosen = pkg().resolve_model(s.model, timeout=s.timeout)
     except (TaoError, ValueError) as e:
@@ -320,13 +350,12 @@ def chat_command(
 
     from ..memory.inject import open_store
 
-    from ..memory.session import Session
-
-    kept = Session(session_id) if session_id and row is None else None
-    session = ChatSession(chosen, s.model, agent=s.agent, tools=with_mcp(s.tools, servers),
-                          max_turns=s.max_turns, timeout=s.timeout, guard=guard,
-                          memory=open_store() if memory else None, user=user or getpass.getuser(),
-                          session=kept)
+    kept = session_of(session_id) if row is None else None
+    session = ChatSession(chosen, s.model, agent=s.agent or "react",
+                          tools=with_mcp(s.tools, servers), max_turns=s.max_turns,
+                          timeout=s.timeout, guard=guard, memory=open_store() if memory else None,
+                          user=user or getpass.getuser(), session=kept, config=s.config,
+                          output_type=typed, resolve=resolver(s.timeout))
     if row is not None:
         try:
             raise typer.Exit(_answer_again(session, row))

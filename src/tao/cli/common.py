@@ -197,11 +197,6 @@ ModelOpt = Annotated[str, typer.Option(
     "endpoint when TAO_API_KEY, OPENAI_API_KEY, DEEPSEEK_API_KEY or TAO_BASE_URL is set, "
     "else the embedded local model.",
 )]
-AgentOpt = Annotated[AgentKind, typer.Option(
-    "--agent", "-a", help="react: native tool calls; react-text: the Thought/Action text protocol; "
-    "react-json: a JSON decision each turn (thought, action, action_input); codeact: the model writes Python that runs in a sandbox; plan: Plan-and-Execute (the "
-    "plan's DAG drawn with its live progress).",
-)]
 MaxTurnsOpt = Annotated[int, typer.Option("--max-turns", min=1, help="Turn budget.")]
 ToolsOpt = Annotated[list[str] | None, typer.Option(
     "--tools", "-t", metavar="PATH_OR_MODULE[:NAME]", show_default=False,
@@ -385,7 +380,7 @@ def guard_options(*, allow: list[str] | None = None, deny: list[str] | None = No
     return options
 
 
-__all__ = ["BUDGET_FLAGS", "POLICY_FLAGS", "guardrail_flags", "ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "AgentOpt", "CONFIG_ERRORS", "MaxTurnsOpt",
+__all__ = ["BUDGET_FLAGS", "POLICY_FLAGS", "guardrail_flags", "ASK", "DEFAULT_TIMEOUT_S", "AgentKind", "CONFIG_ERRORS", "MaxTurnsOpt",
            "McpOpt", "close_mcp", "open_mcp", "with_mcp",
            "ModelOpt", "Settings", "TaskArg", "TaskFileOpt", "TimeoutOpt", "ToolsOpt", "app",
            "check_timeout", "data_dir", "fail", "guard_options", "is_config_error", "locale_language", "pkg", "read_task", "settings"]

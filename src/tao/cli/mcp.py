@@ -6,7 +6,8 @@
 
 A client (Claude Desktop, another tao: ``tao run --mcp "tao mcp serve --agents"``) lists the
 tools and calls them; with ``--agents`` it also gets ``react``, ``codeact`` and ``plan``, each
-a tool taking a ``task`` and returning the agent's answer. Over stdio the protocol owns stdout,
+a tool taking a ``task`` and returning the agent's answer, and every ``[agents.NAME]`` of
+tao.toml under its name, with its handoffs (``--agent triage``: only that one). Over stdio the protocol owns stdout,
 so everything else tao would say goes to stderr; over HTTP the server listens on 127.0.0.1 only
 unless ``--host`` says otherwise, and says its URL on stderr (``--port 0``: a free port).
 
@@ -27,6 +28,7 @@ import typer
 from ..errors import TaoError
 from .common import (DEFAULT_TIMEOUT_S, MaxTurnsOpt, ModelOpt, TimeoutOpt, ToolsOpt, app, fail,
                      guard_options, guardrail_flags, locale_language, pkg, settings)
+from .named import chain, resolver
 
 mcp_app = typer.Typer(name="mcp", no_args_is_help=True,
                       help="MCP: serve tao's tools and agents to MCP clients.")
@@ -39,11 +41,13 @@ def serve_command(
     ctx: typer.Context,
     tools: ToolsOpt = None,
     agents: Annotated[bool, typer.Option(
-        "--agents", help="Also serve each agent (react, codeact, plan) as a tool taking a task; "
-        "they run on --model with the served tools.")] = False,
+        "--agents", help="Also serve each agent (react, codeact, plan, and every [agents.NAME] "
+        "of tao.toml with its handoffs) as a tool taking a task; they run on --model with the "
+        "served tools.")] = False,
     agent: Annotated[list[str] | None, typer.Option(
-        "--agent", metavar="react|codeact|plan", show_default=False,
-        help="Serve only these agents (repeat it); implies --agents.")] = None,
+        "--agent", metavar="react|codeact|plan|NAME", show_default=False,
+        help="Serve only these agents (repeat it; NAME: tao.toml's [agents.NAME]); implies "
+        "--agents.")] = None,
     model: ModelOpt = "auto",
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     max_turns: MaxTurnsOpt = 10,
@@ -75,10 +79,12 @@ def serve_command(
     from ..mcp_server.server import AGENTS, agent_tools, build_server, serve_http, serve_stdio
 
     s = settings(ctx, tools=tools, model=model, max_turns=max_turns, timeout=timeout)
-    kinds = list(agent or (AGENTS if agents else ()))
+    tables = s.config.agents
+    kinds = list(dict.fromkeys(agent or ((*AGENTS, *tables) if agents else ())))
     for kind in kinds:
-        if kind not in AGENTS:
-            raise typer.BadParameter(f"{kind!r} is not one of {', '.join(AGENTS)}",
+        if kind not in AGENTS and kind not in tables:
+            raise typer.BadParameter(f"{kind!r} is not one of {', '.join(AGENTS)} nor an "
+                                     f"[agents.NAME] of tao.toml ({', '.join(tables) or 'none'})",
                                      param_hint="'--agent'")
     if http and not is_local(host):
         if no_token and token:
@@ -105,12 +111,16 @@ def serve_command(
     except (TypeError, ValueError) as e:
         raise fail(f"error: {e}", 2) from None
     extra = []
+    # each chain's own guardrails are its tables'; every call's are the server's (``guard``)
+    named = [chain(s.config, k, tools=served, guard={}, max_turns=s.max_turns)
+             for k in kinds if k in tables]
     if kinds:
         try:
             chosen = pkg().resolve_model(s.model, timeout=s.timeout)
         except (TaoError, ValueError) as e:
             raise fail(f"error: {e}", 2) from None
-        extra = agent_tools(chosen, served, kinds, s.max_turns)
+        extra = agent_tools(chosen, served, [k for k in kinds if k in AGENTS], s.max_turns,
+                            specs=named, resolve=resolver(s.timeout))
     try:
         server = build_server([*served, *extra], guard=guard, lang=lang)
     except ValueError as e:  # a --tools tool named like an agent

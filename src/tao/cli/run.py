@@ -14,10 +14,12 @@ from .. import safe_json
 from ..agents.base import Agent, Result
 from ..errors import TaoError
 from ..models.base import Model
-from .common import (AgentKind, AgentOpt, DEFAULT_TIMEOUT_S, JournalOpt, MaxTurnsOpt, McpOpt,
+from .common import (DEFAULT_TIMEOUT_S, JournalOpt, MaxTurnsOpt, McpOpt,
                      ModelOpt, TaskArg, TaskFileOpt, TimeoutOpt, ToolsOpt, app, close_mcp, fail,
                      guard_options, guardrail_flags, is_config_error, open_mcp, open_trace, pkg,
                      read_task, settings, with_mcp)
+from .named import (AgentNameOpt, OutputTypeOpt, SessionOpt, chain, is_named, output_type_of,
+                    resolver, session_of, typed_name)
 
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
@@ -36,17 +38,28 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
              json_output: bool = False, trace: str | os.PathLike[str] | None = None,
              quiet: bool = False, console: Any = None,
              tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
-             memory: Any = None, votes: int = 1, run_id: str | None = None) -> Result:
+             memory: Any = None, votes: int = 1, run_id: str | None = None,
+             spec: Any = None, resolve: Any = None, output_type: Any = None,
+             session: Any = None) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
     trace to ``trace`` when given. ``tools``, ``guard``, ``memory``: as for ``build_agent``;
-    ``run_id``: continue that journaled run (``tao resume``). Returns the Result."""
+    ``run_id``: continue that journaled run (``tao resume``). ``spec``: a whole
+    ``tao.factory.AgentSpec`` instead (a named agent of tao.toml and its handoffs), built with
+    ``resolve`` for the agents that name a model of their own. ``output_type``: the run's typed
+    result (``Result.output``; printed as JSON after the answer); ``session``: a ``tao.Session``
+    the run starts from and is appended to. Returns the Result."""
     from ..sinks.console import ConsoleSink
 
-    runner = pkg().build_agent(agent, model, max_turns, tools=tools,
-                               **({"guard": guard} if guard else {}),
-                               **({"memory": memory} if memory is not None else {}),
-                               **({"votes": votes} if votes > 1 else {}))
+    if spec is not None:
+        from ..factory import build_agent as build
+
+        runner = build(spec, model, resolve)
+    else:
+        runner = pkg().build_agent(agent, model, max_turns, tools=tools,
+                                   **({"guard": guard} if guard else {}),
+                                   **({"memory": memory} if memory is not None else {}),
+                                   **({"votes": votes} if votes > 1 else {}))
     sinks: list[Any] = []
     if trace is not None:
         sinks.append(open_trace(trace))
@@ -57,10 +70,13 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
             sinks.append(PlanView(console))
         else:
             limits = getattr(model, "limits", None)  # an endpoint's refusals, learnt before
-            sinks.append(ConsoleSink(console, quiet=quiet,
+            sinks.append(ConsoleSink(console, quiet=quiet, typed=typed_name(output_type),
                                      endpoint=limits() if callable(limits) else ""))
+    given: dict[str, Any] = {"session": session} if session is not None else {}
+    if output_type is not None:
+        given["output_type"] = output_type
     try:
-        result = runner.run(task, sinks, run_id=run_id)
+        result = runner.run(task, sinks, run_id=run_id, **given)
     finally:
         for sink in sinks:
             sink.close()
@@ -75,7 +91,7 @@ def run_command(
     ctx: typer.Context,
     task: TaskArg = None,
     task_file: TaskFileOpt = None,
-    agent: AgentOpt = AgentKind.react,
+    agent: AgentNameOpt = "react",
     model: ModelOpt = "auto",
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
     json_output: Annotated[bool, typer.Option(
@@ -103,6 +119,8 @@ def run_command(
         "--otel", help="OpenTelemetry spans of the run, sent where the OTEL_* variables say "
         "(e.g. OTEL_EXPORTER_OTLP_ENDPOINT); as TAO_TRACING=1.")] = False,
     journal: JournalOpt = None,
+    output_type: OutputTypeOpt = None,
+    session_id: SessionOpt = None,
     votes: Annotated[int, typer.Option(
         "--votes", min=1, help="Self-consistency: up to N runs (the first greedy, the rest "
         "sampled) and the answer most of them reach (tao.Vote; tools without side effects).",
@@ -118,6 +136,10 @@ def run_command(
 
         tracing.instrument()
     s = settings(ctx, tools=tools, model=model, agent=agent, max_turns=max_turns, timeout=timeout)
+    named = is_named(s.agent, s.config)
+    if named and votes > 1:
+        raise typer.BadParameter("a chain of agents cannot vote", param_hint="'--votes'")
+    typed = output_type_of(output_type, s.config)
     guard = guard_options(config=s.config, **(guard_flags or {}))
     from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue it
 
@@ -135,12 +157,22 @@ def run_command(
     remembered = _memory() if memory else None
     servers = open_mcp(mcp, s.config)
     extra = [*servers, index.tool()] if index is not None else servers
+    more: dict[str, Any] = {"run_id": run_id} if run_id else {}
+    if votes > 1:
+        more["votes"] = votes
+    if typed is not None:
+        more["output_type"] = typed
+    if session_id:
+        more["session"] = session_of(session_id)
     try:
+        if named:
+            more["spec"] = chain(s.config, s.agent, tools=with_mcp(s.tools, extra), guard=guard,
+                                 max_turns=s.max_turns, memory=remembered)
+            more["resolve"] = resolver(s.timeout)
         result = pkg().run_task(task, chosen, agent=s.agent, max_turns=s.max_turns,
                                 json_output=json_output, trace=trace, quiet=quiet,
                                 tools=with_mcp(s.tools, extra), guard=guard, memory=remembered,
-                                **({"votes": votes} if votes > 1 else {}),
-                                **({"run_id": run_id} if run_id else {}))
+                                **more)
     except KeyboardInterrupt:
         raise fail("interrupted", 130) from None
     except (TaoError, ValueError, OSError) as e:  # no sandbox here; no price for --max-cost...

@@ -40,8 +40,11 @@ def launch(url: str, *, executor_id: str | None = None, concurrency: int = 2,
 
     from .workflow import register
 
+    from ..runs import steps
+
     eid = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     register()
+    steps.enable()  # each model call and tool call of a run a DBOS step (tao.runs.steps)
     DBOS(config={"name": APP, "system_database_url": url, "executor_id": eid,
                  "application_version": VERSION, "log_level": "WARNING"})
     DBOS.launch()

@@ -1,13 +1,11 @@
 """The one workflow: a run of an agent, as a worker executes it.
 
-Why the steps are tao's journal records and not DBOS steps: a DBOS step that started and never
-finished is run again when its workflow is recovered (at-least-once), which is what a model
-call may do but a tool with side effects may not. tao's journal already keeps each model reply
-and each tool's start and result, in the same PostgreSQL database, and knows what a cut-short
-call may do (run again, reuse its idempotency key, or ask). So the workflow is one function that
-builds the agent from the submitted payload and runs it under its run id with that journal:
-when DBOS recovers it on another worker, the same call resumes the run from its records.
-Recording every call as a DBOS step too would write each of them twice.
+The workflow builds the agent from the submitted payload and runs it under its run id with the
+journal in the same PostgreSQL database. Each model call and each tool call of the run is a DBOS
+step (``tao.runs.steps``, which the worker enables): when DBOS recovers the workflow on another
+worker, it serves the steps already done in order, and the journal inside each step decides
+what a call cut short may do (run again, reuse its idempotency key, or ask) - the at-least-once
+of a DBOS step is never a side effect done twice.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@
     tao eval tasks.jsonl --agent react,codeact,plan --workers 2
     tao eval calculator --workers 2 --executor ray
     tao eval bfcl --model openai --concurrency 50          # 50 tasks at once against the endpoint
+    tao eval calculator --agent react,triage               # tao.toml's [agents.triage], handoffs and all
 
 A progress bar (done/total, solved so far, time left) on stderr while it runs; then one row per
 agent: score, parse-failure rate, mean turns, tool calls, tokens, seconds per task. ``--json``
@@ -16,6 +17,10 @@ usage error or a setup the run cannot go on with (no model, no sandbox), 130 whe
 models, whose time is the network's; ``--workers W`` with it keeps W x N in flight. The
 embedded model answers one call at a time, so with it each process runs its tasks one after
 another and a note on stderr says so (the same command line works with and without a key).
+
+An ``--agent`` that is no architecture names an ``[agents.NAME]`` of the tao.toml in the working
+directory, as in ``tao run --agent NAME``: each task runs that agent with its handoffs, the
+suite's tools given to every agent of the chain whose table names none of its own.
 
 Registered on ``tao.cli.app`` by one line there; everything heavy is imported when it runs.
 """
@@ -59,7 +64,8 @@ def eval_command(
                                          "humaneval | a .jsonl file of {\"question\", \"answer\"}.")],
     agent: Annotated[str, typer.Option(
         "--agent", "-a", help="Comma-separated agents, compared side by side: react, react-text, "
-        "codeact, plan.")] = "react",
+        "react-json, codeact, plan, or the NAME of an [agents.NAME] table in tao.toml (with its "
+        "handoffs).")] = "react",
     model: Annotated[str, typer.Option(
         "--model", "-m", help="As for tao run: auto | local (= local-1.5b) | local-0.5b | openai | openai:NAME.",
     )] = "auto",
@@ -97,7 +103,7 @@ def eval_command(
         one = workers == 1 and executor is Executor.local
         ev = Evaluation(suite, agents, chosen if one else model, limit=limit, offset=offset,
                         workers=workers, executor=executor.value, out=out, max_turns=max_turns,
-                        label=model, concurrency=concurrency, votes=votes)
+                        label=model, concurrency=concurrency, votes=votes, team=_team(agents))
     except (TaoError, ValueError, ImportError) as e:
         raise _fail(f"error: {e}", 2) from None
     if concurrency > 1 and one_at_a_time(chosen):
@@ -129,6 +135,21 @@ def eval_command(
         if not json_output:
             typer.echo("wrote " + ", ".join(str(p) for p in [ev.store.path, *paths]))
     raise typer.Exit(0)
+
+
+def _team(agents: list[str]) -> Any:
+    """tao.toml's named agents, read only when ``--agent`` names one that is no architecture
+    (a project's broken tao.toml does not stop ``tao eval --agent react``); ``ConfigError``
+    (a ``TaoError``) for a file that cannot be used."""
+    from ..factory import ARCHITECTURE
+
+    if all(a in ARCHITECTURE for a in agents):
+        return None
+    from ..factory.config import load_config
+    from .runner import Team
+
+    config = load_config()
+    return Team(config.agents, config.base)
 
 
 def _run(ev: Any, quiet: bool) -> None:

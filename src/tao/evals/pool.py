@@ -163,13 +163,13 @@ _worker: Worker | None = None  # in a worker process: its one Worker and the sha
 _queues: tuple[Any, Any, Any] | None = None
 
 
-def _init_process(suite: str, model: Any, max_turns: int, votes: int, todo: Any, done: Any,
-                  stop: Any) -> None:
+def _init_process(suite: str, model: Any, max_turns: int, votes: int, team: Any, todo: Any,
+                  done: Any, stop: Any) -> None:
     global _worker, _queues
     from .runner import Worker
 
     _queues = (todo, done, stop)
-    _worker = Worker(suite, model, max_turns, votes)
+    _worker = Worker(suite, model, max_turns, votes, team)
 
 
 def _serve(concurrency: int) -> None:

@@ -25,14 +25,17 @@ process alone (worker processes send their records back), and the run's messages
 ``Evaluation`` on the same ``out`` skips the pairs found there (a line cut off by a crash is
 dropped and its task runs again). A Ctrl-C keeps every record that finished; tasks in flight are
 cancelled and run again on resume. ``out/run.json`` names the suite and model so a resume cannot
-mix two runs. A user's mistake - a model that cannot load, no sandbox - stops the run
+mix two runs. An agent may be a ``[agents.NAME]`` of tao.toml (``Team``): that agent and its
+handoffs, built per task with the suite's tools, as ``tao run --agent NAME`` builds it.
+A user's mistake - a model that cannot load, no sandbox - stops the run
 (``EvalAborted``) without recording the task, instead of scoring every task a failure."""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,26 +73,62 @@ def parse_failures(events: Sequence[Any]) -> int:
     return len(bad)
 
 
+@dataclass(frozen=True, slots=True)
+class Team:
+    """tao.toml's named agents (``Config.agents``: ``tao.factory.team.AgentTable``) and the
+    folder their files are read from - plain data, so it travels to worker processes and Ray
+    actors, where each task's chain is built with that task's tools."""
+
+    tables: Mapping[str, Any] = field(default_factory=dict)
+    base: Path = Path(".")
+
+    def architecture(self, name: str) -> str:
+        """What the suite words its prompt for: the named agent's own architecture."""
+        table = self.tables.get(name)
+        return str(table.agent) if table is not None else name
+
+    def spec(self, name: str, tools: list[Any], max_turns: int, helpers: bool) -> Any:
+        """Agent ``name`` and its handoffs, every one with the suite's ``tools`` where its table
+        names none, and CodeAct's helpers only where the suite wants them."""
+        from ..factory.team import chain_spec
+
+        def fitted(spec: Any) -> Any:
+            return replace(spec, helpers=helpers, handoffs=[
+                h if isinstance(h, str) else fitted(h) for h in spec.handoffs])
+
+        return fitted(chain_spec(self.tables, name, tools=tools, guard={}, max_turns=max_turns,
+                                 base=self.base))
+
+
 def make_agent(name: str, model: Any, tools: list[Any], max_turns: int, helpers: bool = True,
-               votes: int = 1) -> Any:
+               votes: int = 1, team: Team | None = None) -> Any:
     """The agent ``tao.factory`` builds; CodeAct without its arithmetic helpers where the
-    suite's own functions are the point (BFCL, HumanEval); with ``votes`` > 1 inside ``tao.Vote``."""
+    suite's own functions are the point (BFCL, HumanEval); with ``votes`` > 1 inside
+    ``tao.Vote``. A ``team``'s named agent is its chain (an agent of it that names a model of
+    its own gets it from ``resolve_model``)."""
     from ..factory import AgentSpec, build_agent
 
+    if team is not None and name in team.tables:
+        from ..models.resolve import resolve_model
+
+        spec = team.spec(name, tools, max_turns, helpers)
+        return build_agent(replace(spec, votes=votes), model, resolve_model)
     return build_agent(AgentSpec(name, max_turns, tools, votes=votes, helpers=helpers), model)
 
 
 async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
-                    max_turns: int = 10, votes: int = 1) -> dict[str, Any]:
+                    max_turns: int = 10, votes: int = 1,
+                    team: Team | None = None) -> dict[str, Any]:
     """One agent on one task, scored: the record ``results.jsonl`` keeps. The agent and the
     task's tools are built here, so tasks running at once share nothing but the model."""
     calls: list[dict[str, Any]] = []
     runner = make_agent(agent, model, suite.tools(task, calls), suite.max_turns or max_turns,
-                        suite.helpers, votes)
+                        suite.helpers, votes, team)
+    asked = suite.prompt(task, team.architecture(agent) if team is not None else agent)
     events: list[Any] = []
     start = time.perf_counter()
     try:
-        result = await runner.arun(suite.prompt(task, agent), [events.append])
+        result = await runner.arun(asked, [events.append])
     except TaoError as e:  # raised before the run began (CodeAct: no sandbox backend works)
         raise EvalAborted(f"{type(e).__name__}: {e}") from None
     seconds = time.perf_counter() - start
@@ -113,11 +152,11 @@ async def arun_task(suite: Suite, agent: str, task: Task, model: Any,
 
 
 def run_task(suite: Suite, agent: str, task: Task, model: Any, max_turns: int = 10,
-             votes: int = 1) -> dict[str, Any]:
+             votes: int = 1, team: Team | None = None) -> dict[str, Any]:
     """``arun_task`` for synchronous code; inside a running event loop (Jupyter) on a thread."""
     import asyncio
 
-    coro = arun_task(suite, agent, task, model, max_turns, votes)
+    coro = arun_task(suite, agent, task, model, max_turns, votes, team)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -143,9 +182,10 @@ class Worker:
     """One model, one suite: the unit every executor runs. ``run`` is one task (a Ray actor
     gets several calls at once on its event loop); ``run_many`` keeps ``concurrency`` going."""
 
-    def __init__(self, suite: str, model: Any, max_turns: int = 10, votes: int = 1):
+    def __init__(self, suite: str, model: Any, max_turns: int = 10, votes: int = 1,
+                 team: Team | None = None):
         self.suite = get_suite(suite)
-        self.votes = votes
+        self.votes, self.team = votes, team
         self.tasks = {t.id: t for t in self.suite.tasks()}
         self.model = _build_model(model)
         self.max_turns = max_turns
@@ -155,7 +195,7 @@ class Worker:
     async def run(self, agent: str, task_id: str) -> dict[str, Any]:
         if not self.serial:
             return await arun_task(self.suite, agent, self.tasks[task_id], self.model,
-                                   self.max_turns, self.votes)
+                                   self.max_turns, self.votes, self.team)
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -163,7 +203,7 @@ class Worker:
             self._lock = (loop, asyncio.Lock())
         async with self._lock[1]:
             return await arun_task(self.suite, agent, self.tasks[task_id], self.model,
-                                   self.max_turns, self.votes)
+                                   self.max_turns, self.votes, self.team)
 
     def run_many(self, items: Iterable[tuple[str, str]], concurrency: int = 1) -> Iterator[dict[str, Any]]:
         """The records of ``items`` ((agent, task id) pairs) as their tasks finish, up to
@@ -188,19 +228,26 @@ def _build_model(model: Any) -> Any:
 
 class Evaluation:
     """``agents`` on ``limit`` tasks of ``suite`` after the first ``offset``, ``concurrency`` at
-    once in each of ``workers`` (see the module docstring). ``label`` names the model in ``out/run.json`` (default: the spec, or the model's name)."""
+    once in each of ``workers`` (see the module docstring). ``label`` names the model in
+    ``out/run.json`` (default: the spec, or the model's name); ``team``: tao.toml's named
+    agents, which ``agents`` may name besides the architectures."""
 
     def __init__(self, suite: str, agents: Sequence[str], model: str | Callable[[], Any] = "auto", *,
                  limit: int | None = None, offset: int = 0, workers: int = 1,
                  executor: str = "local",
                  out: str | Path | None = None, max_turns: int = 10, label: str | None = None,
-                 concurrency: int = 1, votes: int = 1):
+                 concurrency: int = 1, votes: int = 1, team: Team | None = None):
         from ..factory import ARCHITECTURE
 
         self.agents = list(dict.fromkeys(agents))
+        self.team = team
+        named = dict(team.tables) if team is not None else {}
         for name in self.agents:
-            if name not in ARCHITECTURE:
-                raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(ARCHITECTURE)}")
+            if name not in ARCHITECTURE and name not in named:
+                raise ValueError(f"unknown agent {name!r}; use any of: {', '.join(ARCHITECTURE)}"
+                                 f", or an [agents.NAME] of tao.toml ({', '.join(named) or 'none'})")
+            if votes > 1 and name in named and named[name].handoffs:
+                raise ValueError(f"{name} hands off to other agents: a chain cannot vote (--votes)")
         if not self.agents:
             raise ValueError("no agent given")
         if workers < 1 or concurrency < 1 or (limit is not None and limit < 1) or max_turns < 1:
@@ -250,7 +297,7 @@ class Evaluation:
         pending = self.pending()
         if not pending:
             return
-        init = (self.spec, self.model, self.max_turns, self.votes)
+        init = (self.spec, self.model, self.max_turns, self.votes, self.team)
         workers = min(self.workers, len(pending))
         if self.executor == "ray":
             from .ray_pool import ray_records

@@ -4,6 +4,7 @@ guardrails, memory or the coder's set-up."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .spec import CODER, PROTOCOL, AgentSpec
@@ -12,17 +13,86 @@ from .spec import CODER, PROTOCOL, AgentSpec
 DANGEROUS = r"\b(rm|rmdir|curl|wget|sudo|su|chmod|chown|dd|mkfs|shutdown|reboot)\b"
 
 
-def build_agent(spec: AgentSpec, model: Any) -> Any:
+def build_agent(spec: AgentSpec, model: Any,
+                resolve: Callable[[str], Any] | None = None) -> Any:
     """The agent ``spec`` says, on ``model``. ``ImportError`` when the agent's module cannot be
-    imported (CodeAct's sandbox side), ``ValueError`` for a spec no agent takes."""
+    imported (CodeAct's sandbox side), ``ValueError`` for a spec no agent takes.
+
+    A spec with ``handoffs`` gives the whole chain: each agent of the tree is built once (a
+    target named twice, or by name, is the same agent), then each gets its transfer tools - so
+    a chain that comes back to an agent already built is a loop the agents bound
+    (``MAX_HANDOFFS``), not a recursion here. An agent whose spec names a ``model`` gets
+    ``resolve(model)`` (once per name); the others share ``model``."""
+    return _Chain(model, resolve).root(spec)
+
+
+class _Chain:
+    """The agents of one tree of specs, by name, and the handoffs still to link."""
+
+    def __init__(self, model: Any, resolve: Callable[[str], Any] | None):
+        self.model, self.resolve = model, resolve
+        self.models: dict[str, Any] = {}
+        self.named: dict[str, Any] = {}
+        self.links: list[tuple[Any, AgentSpec]] = []
+
+    def root(self, spec: AgentSpec) -> Any:
+        agent = self.one(spec)
+        for source, own in self.links:
+            names = [h if isinstance(h, str) else _name(h) for h in own.handoffs]
+            unknown = [n for n in names if n not in self.named]
+            if unknown:
+                raise ValueError(f"{_name(own)!r} hands off to {unknown[0]!r}, but no agent "
+                                 f"here is called that (known: {', '.join(self.named)})")
+            source.named(None, [self.named[n] for n in names])
+        return agent
+
+    def one(self, spec: AgentSpec) -> Any:
+        name = _name(spec)
+        if name in self.named:
+            raise ValueError(f"two agents are called {name!r}: give them different names")
+        agent = _single(spec, self.model_of(spec))
+        if spec.name is not None or spec.handoffs:
+            self.named[name] = agent
+        for h in spec.handoffs:
+            if isinstance(h, AgentSpec):
+                if h.name is None:
+                    raise ValueError("an agent handed to needs a name (AgentSpec(name=...)): it "
+                                     "is what its transfer_to_<name> tool is called")
+                if h.name not in self.named:
+                    self.one(h)
+        if spec.handoffs:
+            self.links.append((agent, spec))
+        return agent
+
+    def model_of(self, spec: AgentSpec) -> Any:
+        if spec.model is None or self.resolve is None:
+            return self.model
+        if spec.model not in self.models:
+            self.models[spec.model] = self.resolve(spec.model)
+        return self.models[spec.model]
+
+
+def _name(spec: AgentSpec) -> str:
+    return spec.name or spec.agent
+
+
+def _single(spec: AgentSpec, model: Any) -> Any:
+    """One agent of the tree, without its handoffs (linked once every agent exists)."""
     options = dict(spec.guard)  # the guardrails' keywords, and memory=: every agent takes them
     if spec.memory is not None:
         options["memory"] = spec.memory
+    if spec.output_type is not None:
+        options["output_type"] = spec.output_type
+        options["output_retries"] = spec.output_retries
+    if spec.name is not None:
+        options["name"] = spec.name
     if spec.agent == CODER:
         agent = _coder(model, spec.workspace, spec.max_turns or 15, options)
     else:
         tools = list(spec.tools) if spec.tools is not None else _calculators()
         agent = _loop(spec, model, tools, options)
+    if spec.description:
+        agent.description = spec.description  # what the transfer tool to it says
     if spec.votes > 1:
         from ..agents.vote import Vote
 

@@ -21,6 +21,18 @@
     max_tool_calls = 40
     max_repeats = 3
 
+    # a typed result (tao.factory.outputs): a JSON Schema file, an inline schema, or a class
+    output_type = "schemas/answer.json"
+
+    # named agents (tao.factory.team): tao run --agent triage builds the chain
+    [agents.triage]
+    agent = "react"
+    handoffs = ["analyst"]
+    [agents.analyst]
+    agent = "codeact"
+    description = "does the arithmetic in Python"
+    output_type = "py:myapp.models:Report"
+
 An option given on the command line wins over the file; the guardrails' lists that restrict
 (``deny``, ``require_approval``, ``untrusted``, ``high_risk``) add up instead, so a flag never
 lifts a restriction the project's file sets. The file is the user's configuration,
@@ -79,6 +91,11 @@ class Config:
     max_seconds: float | None = None
     max_tool_calls: int | None = None
     max_repeats: int | None = None
+    #: the typed result as written (a schema file, ``py:module:Class``, or a schema table);
+    #: ``tao.factory.outputs.output_type`` reads it
+    output_type: str | dict[str, Any] | None = None
+    #: the named agents, ``[agents.NAME]`` (``tao.factory.team.AgentTable``)
+    agents: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
     @property
@@ -121,32 +138,44 @@ def load_config(folder: str | os.PathLike[str] | None = None) -> Config:
 
 
 #: the keys tao.toml may set, in the order the error for an unknown key lists them
-KEYS = ("model", "agent", "tools", "max_turns", "timeout", "workspace", "mcp", *GUARD_KEYS)
+KEYS = ("model", "agent", "tools", "max_turns", "timeout", "workspace", "mcp", *GUARD_KEYS,
+        "output_type", "agents")
 
 
-def _read(table: dict[str, Any], path: Path) -> Config:
-    config = Config(path=path)
-    unknown = sorted(set(table) - set(KEYS))
+def unknown_keys(table: dict[str, Any], keys: tuple[str, ...], path: Path, where: str = "") -> None:
+    """A key tao does not know is the file's error (a typo would be silently ignored), with the
+    nearest known key when there is one."""
+    unknown = sorted(set(table) - set(keys))
     if unknown:
         import difflib
 
-        near = [m for k in unknown for m in difflib.get_close_matches(k.replace("-", "_"), KEYS, 1)]
+        near = [m for k in unknown for m in difflib.get_close_matches(k.replace("-", "_"), keys, 1)]
         raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(map(repr, unknown))}"
+                          f"{', '.join(where + k for k in map(repr, unknown))}"
                           f"{f' (did you mean {near[0]!r}?)' if len(near) == 1 else ''}; "
-                          f"tao.toml may set {', '.join(KEYS)}")
+                          f"{f'[{where[:-1]}]' if where else 'tao.toml'} may set {', '.join(keys)}")
+
+
+def _read(table: dict[str, Any], path: Path, where: str = "") -> Config:
+    """``table`` checked key by key; ``where``: the table it is (``agents.triage.``), for the
+    messages, when it is an agent's table (``tao.factory.team``), which reads only some keys."""
+    config = Config(path=path)
+    if not where:
+        unknown_keys(table, KEYS, path)
 
     def bad(key: str, wanted: str) -> ConfigError:
-        return ConfigError(f"{path}: {key} must be {wanted}, not {table[key]!r}")
+        return ConfigError(f"{path}: {where}{key} must be {wanted}, not {table[key]!r}")
 
     for key in ("model", "workspace"):
         if key in table:
             if not isinstance(table[key], str) or not table[key].strip():
                 raise bad(key, "a non-empty string")
             setattr(config, key, table[key].strip())
+    named = table.get("agents") if not where else None
     if "agent" in table:
-        if table["agent"] not in AGENTS:
-            raise bad("agent", "one of " + ", ".join(AGENTS))
+        if table["agent"] not in AGENTS and not (isinstance(named, dict)
+                                                 and table["agent"] in named):
+            raise bad("agent", "one of " + ", ".join([*AGENTS, *(named or ())]))
         config.agent = table["agent"]
     if "tools" in table:
         tools = table["tools"]
@@ -180,7 +209,25 @@ def _read(table: dict[str, Any], path: Path) -> Config:
         config.audit = a if a is False else a.strip()
     if "mcp" in table:
         config.mcp = _mcp(table["mcp"], path)
+    if "output_type" in table:
+        config.output_type = _output_type(table["output_type"], path, where)
+    if "agents" in table and not where:
+        from .team import read_agents
+
+        config.agents = read_agents(table["agents"], path)
     return config
+
+
+def _output_type(value: Any, path: Path, where: str) -> str | dict[str, Any]:
+    """Checked now (a schema file that is missing or not JSON, a class that cannot be imported:
+    the file's error, before any model is built), kept as written."""
+    from .outputs import output_type
+
+    try:
+        output_type(value, path.parent)
+    except ValueError as e:
+        raise ConfigError(f"{path}: {where}{e}") from None
+    return value  # type: ignore[no-any-return]
 
 
 def _is_names(value: Any) -> bool:

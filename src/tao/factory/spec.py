@@ -29,7 +29,16 @@ class AgentSpec:
     workspace's tools only); ``guard``: the guardrail keywords of ``tao.guard.Guard`` (``deny=``,
     ``require_approval=``, ``audit=``, ``journal=``...); ``memory``: the agent's ``memory=``;
     ``votes`` > 1: inside ``tao.Vote``; ``helpers``: CodeAct's arithmetic helpers (off where a
-    benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``."""
+    benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``.
+
+    ``model``: a model of its own for this agent (tao.toml's ``[agents.NAME] model``), resolved
+    by the door that builds it (``build_agent(..., resolve=)``), else the run's model;
+    ``name``: what the agent is called in events and in a handoff's ``transfer_to_<name>``;
+    ``description``: what that transfer tool tells the model about it; ``output_type``: its typed
+    result (a Python type, or ``tao.output.SchemaOutput`` for a JSON Schema; see
+    ``factory.outputs``); ``handoffs``: the agents it may hand the conversation to, each a spec,
+    or the ``name`` of a spec elsewhere in this tree - how a chain that may come back (triage ->
+    billing -> triage) is said without a spec that contains itself."""
 
     agent: str = "react"
     max_turns: int | None = None  # None: 10, the coder 15
@@ -39,6 +48,12 @@ class AgentSpec:
     votes: int = 1
     helpers: bool = True
     workspace: Any = None
+    name: str | None = None
+    model: str | None = None  # this agent's own model ("openai:NAME"), where the door resolves one
+    description: str | None = None
+    output_type: Any = None
+    output_retries: int = 1
+    handoffs: Sequence[AgentSpec | str] = ()
 
     def __post_init__(self) -> None:
         name = getattr(self.agent, "value", self.agent)  # a CLI enum member is its value
@@ -51,3 +66,8 @@ class AgentSpec:
             raise ValueError(f"max_turns must be 1 or more, not {self.max_turns}")
         if self.votes < 1:
             raise ValueError(f"votes must be 1 or more, not {self.votes}")
+        if self.name is not None and not self.name.strip():
+            raise ValueError("an agent's name must not be empty")
+        if self.handoffs and self.votes > 1:  # Vote runs it n times: which chain's answer?
+            raise ValueError("an agent with handoffs cannot vote (votes > 1)")
+        object.__setattr__(self, "handoffs", tuple(self.handoffs))

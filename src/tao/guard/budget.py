@@ -198,7 +198,11 @@ class Meter:
         if self.parent is not None:  # a sub-agent's calls count against the parent's budgets
             from dataclasses import replace
 
-            self.parent.count(replace(call, id=f"{self.run_id}/{self.replies}/{call.id}"))
+            try:
+                self.parent.count(replace(call, id=f"{self.run_id}/{self.replies}/{call.id}"))
+            except BudgetExceeded as e:  # this run ends with the parent's reason, as "budget"
+                self.stopped = self.stopped or e.reason
+                raise
         self.check()
         b = self.budget
         self.calls += 1

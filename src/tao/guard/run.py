@@ -60,15 +60,17 @@ class Guard:
         self.journal = open_journal(journal, journal_fsync)
 
     def start(self, task: str, agent: str, model: str, lang: str, tools: Iterable[Any],
-              run_id: str | None = None, meta: dict[str, Any] | None = None) -> Run:
+              run_id: str | None = None, meta: dict[str, Any] | None = None,
+              chain: Meter | None = None) -> Run:
         """The run's guard state. A run started inside another's tool call or plan step (a
         sub-agent) has that run as its parent: the parent's policies, approver, budgets and
         audit log hold for it too. ``meta``: what the journal keeps of the run beside its task
-        (its typed output's name and schema digest)."""
+        (its typed output's name and schema digest). ``chain``: the meter of the agent that
+        handed this run over (``tao.agents.handoffs``), whose budgets bound this run too."""
         tools = list(tools)
         self.policy.check_names(t.name for t in tools)
         return Run(self, task, agent, model, "zh" if lang == "zh" else "en", tools, CURRENT.get(),
-                   run_id, meta)
+                   run_id, meta, chain)
 
 
 #: the run whose tool call (or plan step) is running: a sub-agent started there is its child
@@ -90,10 +92,16 @@ def _marks(t: Any) -> bool:
                 or getattr(t, "untrusted_output", False))
 
 
+def _steps_active() -> bool:
+    from ..runs import steps
+
+    return steps.ENABLED and steps.active()
+
+
 class Run:
     def __init__(self, guard: Guard, task: str, agent: str, model: str, lang: str,
                  tools: Iterable[Any], parent: Run | None = None, run_id: str | None = None,
-                 meta: dict[str, Any] | None = None):
+                 meta: dict[str, Any] | None = None, chain: Meter | None = None):
         import uuid
 
         tools = list(tools)
@@ -105,6 +113,7 @@ class Run:
         #: whether the tool door has anything to do (else agents skip binding: zero overhead)
         self.active: bool = bool(self.policy.active or guard.audit or b.meters_model
                                  or (self.parent and self.parent.active)
+                                 or (chain is not None and chain.meters)
                                  or any(_marks(t) for t in tools))
         self.approve: Any = guard.approve if guard.approve is not None or not self.parent \
             else self.parent.approve
@@ -116,8 +125,11 @@ class Run:
             if guard.journal else None)
         self._journal_own = self.journal is not None and not (self.parent and self.parent.journal)
         self.active = self.active or self.journal is not None
+        #: run by a DBOS workflow (tao worker): each model and tool call is a step of it too
+        self.stepped = self.journal is not None and _steps_active()
         self.untrusted = any(self.policy.is_untrusted(t.name, t) for t in tools)
-        self.meter: Meter = Meter(b, self.t, self.id, self.parent.meter if self.parent else None)
+        above = chain if chain is not None else self.parent.meter if self.parent else None
+        self.meter: Meter = Meter(b, self.t, self.id, above)
         self.tainted = False
         self._reads = self._fenced_at = 0  # untrusted results read; and when last fenced()
         self.tag = ""
@@ -140,6 +152,10 @@ class Run:
             from ..runs.resume import Journaled
 
             model = Journaled(model, self.journal)
+        if self.stepped:  # a run in a DBOS workflow (tao worker): each call a step too
+            from ..runs.steps import Stepped
+
+            model = Stepped(model)
         model = Metered(model, self.meter) if self.meter.meters else model
         from .. import tracing  # each call's times and usage, for the run's chat spans
 
@@ -241,7 +257,22 @@ class Run:
                         execute: Callable[[ToolCall, bool], Awaitable[Any]]) -> Any:
         """The tool door's run side (``Toolbox.execute`` with a run): a journaled result served,
         the call admitted (deny, approval, budget), journaled, run under the wall clock as this
-        run's current call (``execute(call, in_thread)``, the call as admitted), its result fenced and audited."""
+        run's current call (``execute(call, in_thread)``, the call as admitted), its result fenced and audited.
+        In a DBOS workflow (``tao worker``) all of it is one DBOS step (``tao.runs.steps``)."""
+        if self.stepped:
+            from ..runs.steps import tool_call
+
+            return await tool_call(call, lambda: self._call_tool(call, tool, execute),
+                                   lambda: bool(self.tainted), self._taint)
+        return await self._call_tool(call, tool, execute)
+
+    def _taint(self) -> None:
+        r: Any = self
+        while r is not None:
+            r.tainted, r = True, r.parent
+
+    async def _call_tool(self, call: ToolCall, tool: Any,
+                         execute: Callable[[ToolCall, bool], Awaitable[Any]]) -> Any:
         journal = self.journal
         if journal is not None:
             resume = _resume()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,20 @@ class MCPServer(Toolbox):
         self.connection = Connection(self._client, label if len(label) < 80 else label[:77] + "...",
                                      float(timeout), float(connect_timeout))
         self._listed: dict[str, Tool] | None = None
+        self._config = {"command": self.command, "url": url, "env": self.env, "cwd": cwd,
+                        "timeout": self.timeout, "connect_timeout": float(connect_timeout),
+                        "name": name, "prefix": prefix, "headers": self.headers,
+                        "requires_approval": requires_approval, "high_risk": high_risk,
+                        "untrusted_output": untrusted_output, "secret": tuple(secret)}
+        _live.setdefault(_key(self._config), self)
+
+    # -- pickled: what another process (a Ray worker) gets is the server, not the session ------
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A session (its process, its thread, its pipes) cannot travel; how to open one can. In
+        the process that made the server, unpickling gives that very server back; elsewhere (a
+        Ray worker running a plan's MCP steps) one server per process and configuration is
+        made on first use and connects on its first call, then serves every later task there."""
+        return (_reopened, (self._config,))
 
     # -- Toolbox: the tools are listed on first use ------------------------------------------
     @property
@@ -200,6 +215,27 @@ class MCPServer(Toolbox):
 
     def __repr__(self) -> str:
         return f"<MCPServer {self.connection.label}>"
+
+
+#: this process's servers by configuration: the ones made here (weakly) and, kept alive for the
+#: process's life, the ones made by unpickling (a Ray worker's own connections)
+_live: weakref.WeakValueDictionary[str, MCPServer] = weakref.WeakValueDictionary()
+_reopened_here: dict[str, MCPServer] = {}
+
+
+def _key(config: Mapping[str, Any]) -> str:
+    return repr([config[k] for k in ("command", "url", "cwd", "timeout", "connect_timeout",
+                                     "name", "prefix")]
+                + [sorted(config["env"].items()), sorted(config["headers"].items())])
+
+
+def _reopened(config: dict[str, Any]) -> MCPServer:
+    key = _key(config)
+    server = _live.get(key)
+    if server is None:
+        options = dict(config)
+        server = _reopened_here[key] = MCPServer(options.pop("command"), **options)
+    return server
 
 
 __all__ = ["MCPServer"]

@@ -71,6 +71,11 @@ class MCPTool(Tool):
     def is_async(self) -> bool:
         return True
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a Ray worker's copy): the server travels as its configuration
+        (``MCPServer.__reduce__``); the checker is made again where it is needed."""
+        return {**self.__dict__, "_validator": None}
+
     async def run(self, **arguments: Any) -> Any:
         return value_of(await self.server.call(self.remote_name, arguments), self.output_schema)
 

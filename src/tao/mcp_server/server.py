@@ -11,7 +11,9 @@ structured content, ``{"result": value}`` (declared by an output schema), so a c
 wants data - tao's own ``MCPServer``, CodeAct's code behind it - gets the value, not its text.
 The agents run on the model ``tao mcp serve --model`` names: ``react`` (native tool calls),
 ``codeact`` (Python in a sandbox) and ``plan`` (Plan-and-Execute), each a fresh agent per call
-with the served tools, so one client's task never sees another's history.
+with the served tools, so one client's task never sees another's history. A named agent of
+tao.toml (``tao mcp serve --agent triage``, or every one with ``--agents``) is served the same
+way under its name: a fresh chain per call, handoffs and all, built by ``tao.factory``.
 """
 
 from __future__ import annotations
@@ -34,9 +36,15 @@ AGENTS = {
 
 
 def agent_tools(model: Any, tools: Iterable[Any] = (), kinds: Iterable[str] = tuple(AGENTS),
-                max_turns: int = 10, build: Callable[..., Any] | None = None) -> list[Tool]:
-    """One tool per agent kind, each running a fresh agent on ``model`` with ``tools``."""
+                max_turns: int = 10, build: Callable[..., Any] | None = None, *,
+                specs: Iterable[Any] = (), resolve: Callable[[str], Any] | None = None
+                ) -> list[Tool]:
+    """One tool per agent kind, each running a fresh agent on ``model`` with ``tools``; then
+    one per named ``tao.factory.AgentSpec`` in ``specs`` (tao.toml's ``[agents.NAME]``, its
+    handoffs in the spec), called by its name; ``resolve``: the model of an agent of such a
+    chain that names one of its own."""
     from ..compare import build as build_default  # tao.factory's agent, by name
+    from ..factory import build_agent
     from ..plan.agent_tool import AgentTool
 
     tools, make = list(tools), build or build_default
@@ -46,7 +54,24 @@ def agent_tools(model: Any, tools: Iterable[Any] = (), kinds: Iterable[str] = tu
             raise ValueError(f"unknown agent {kind!r}; choose from {', '.join(AGENTS)}")
         out.append(AgentTool(lambda kind=kind: make(kind, model, tools, max_turns), kind,
                              AGENTS[kind]))
+    for spec in specs:
+        if not spec.name:
+            raise ValueError("an agent served by name needs one (AgentSpec(name=...))")
+        out.append(AgentTool(lambda spec=spec: build_agent(spec, model, resolve), spec.name,
+                             _described(spec)))
     return out
+
+
+def _described(spec: Any) -> str:
+    """What a client reads about a named agent: its table's description, then what it is and
+    whom it may hand the task to (a client picks among served agents by this text)."""
+    from ..factory import ARCHITECTURE
+
+    targets = [h if isinstance(h, str) else h.name for h in spec.handoffs]
+    said = f"{spec.description.rstrip('.')}. " if spec.description else ""
+    handed = f"; it may hand the task to {', '.join(targets)}" if targets else ""
+    return (f"{said}Runs the agent {spec.name} ({ARCHITECTURE.get(spec.agent, spec.agent)}"
+            f"{handed}) on the task and returns its answer.")
 
 
 def build_server(tools: Iterable[Any], *, name: str = "tao", instructions: str | None = None,

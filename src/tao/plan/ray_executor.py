@@ -31,7 +31,9 @@ the worker, else by value with its closure and globals. Consequences: a closure'
 (a list, a counter) is *copied* into the worker, so side effects stay in the worker process -
 keep state in a file, a database or a Ray actor; a tool holding a lock, a socket or an open file
 cannot be shipped - ``PlanExecuteAgent`` checks every tool when it is made and raises
-``TypeError`` naming the tool. Results come back pickled too.
+``TypeError`` naming the tool. Results come back pickled too. An MCP server's tools travel as the
+server's configuration (``MCPServer.__reduce__``): each worker process opens its own connection
+on its first call and keeps it for the tasks that follow.
 
 Ray is not imported by ``import tao`` (nor by ``tao.plan.agent``); only when an agent with
 ``executor="ray"`` is made. Call ``ray.init(...)`` yourself to choose the cluster; otherwise Ray

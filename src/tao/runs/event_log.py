@@ -83,7 +83,8 @@ class EventLog:
         async with listener:
             try:  # a reader may come before the run's first event
                 await listener.execute(SCHEMA)
-            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable,
+                    psycopg.errors.DuplicateObject):
                 pass  # made by its writer meanwhile
             await listener.execute(f"LISTEN {CHANNEL}")
             quiet_since = time.monotonic()

@@ -45,12 +45,14 @@ def safe(url: str) -> str:
 def create(db: Any, schema: str) -> None:
     """``CREATE TABLE IF NOT EXISTS ...`` on a connection in autocommit, safe when other
     processes make the same tables at the same moment (PostgreSQL then raises a unique
-    violation on its catalogue instead of skipping: the tables exist, which is what was asked)."""
+    violation on its catalogue, or says the table's row type exists, instead of skipping: the
+    tables exist, which is what was asked; seen with two workers' first runs at once)."""
     import psycopg
 
     try:
         db.execute(schema)
-    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable,
+            psycopg.errors.DuplicateObject):
         db.execute(schema)  # made by the other one meanwhile: now it is a no-op
 
 

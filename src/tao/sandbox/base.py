@@ -38,7 +38,8 @@ class Limits:
 
     ``memory_bytes`` and ``max_processes`` (threads count too) cap the sandbox *as a whole* where
     a cgroup can be had (root, or a delegated cgroup v2 subtree; ``describe()`` says which), and
-    each process in it with ``RLIMIT_AS``/``RLIMIT_NPROC`` everywhere. Files in the sandbox's
+    each process in it with ``RLIMIT_AS``/``RLIMIT_NPROC`` everywhere (``RLIMIT_AS`` an eighth
+    below ``memory_bytes`` under a cgroup: ``address_space``). Files in the sandbox's
     tmpfs folders are memory too and count against the whole-sandbox cap. ``workspace_bytes``
     caps the workspace tao makes (a tmpfs, as root); ``tmpfs_bytes`` each private ``/tmp`` and
     ``/dev/shm`` (bwrap). Output beyond ``max_output_bytes`` per stream is dropped and marked; a
@@ -57,15 +58,28 @@ class Limits:
     max_output_bytes: int = 64 << 10
     kill_output_bytes: int = 32 << 20
 
-    def rlimits(self, other_tasks: int = 0, nproc_slack: int = 0) -> dict[str, tuple[int, int]]:
+    def address_space(self, whole_cap: bool) -> int:
+        """One process's ``RLIMIT_AS``. Under a whole-sandbox cap it is set an eighth (at most
+        128 MiB) below it: the cgroup also counts the sandbox's page cache, tmpfs files and kernel
+        memory, so a lone process growing to the very cap made the kernel reclaim the sandbox's
+        own file pages (Python's, re-read at once) and stalled it for seconds before the
+        ``MemoryError`` came; with the margin the ``MemoryError`` comes first, at once."""
+        if not whole_cap:
+            return self.memory_bytes
+        return self.memory_bytes - min(self.memory_bytes // 8, 128 << 20)
+
+    def rlimits(self, other_tasks: int = 0, nproc_slack: int = 0,
+                whole_cap: bool = False) -> dict[str, tuple[int, int]]:
         """The rlimits the worker applies to itself before running any user code. RLIMIT_NPROC
         counts every task of the uid, so ``other_tasks`` (those the uid already runs outside the
         sandbox) are added to ``max_processes``; ``nproc_slack`` lifts it above a cgroup's
-        ``pids.max``, so that the cgroup - which counts what it refuses - is the one that bites."""
+        ``pids.max``, so that the cgroup - which counts what it refuses - is the one that bites.
+        ``whole_cap``: a cgroup caps the sandbox as a whole (see ``address_space``)."""
         nproc = self.max_processes + other_tasks + nproc_slack
+        space = self.address_space(whole_cap)
         return {
             "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 5),
-            "RLIMIT_AS": (self.memory_bytes, self.memory_bytes),
+            "RLIMIT_AS": (space, space),
             "RLIMIT_NOFILE": (self.max_open_files, self.max_open_files),
             "RLIMIT_FSIZE": (self.max_file_bytes, self.max_file_bytes),
             "RLIMIT_CORE": (0, 0),

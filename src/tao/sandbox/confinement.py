@@ -133,7 +133,8 @@ def judge(outcome: str, error: str | None, stderr: str, events: Counters | None,
         v.add("tmpfs", f"/tmp or /dev/shm is full: each holds at most {format_size(tmpfs_bytes)} "
                        "(No space left on device); the workspace has room.")
     if last.startswith("MemoryError") and "memory" not in v.keys:
-        v.add("address_space", f"One process may use at most {memory} of address space "
+        space = format_size(limits.address_space(events is not None))
+        v.add("address_space", f"One process may use at most {space} of address space "
                                "(MemoryError); the data does not fit in one process.")
     if any(s in text for s in _EFBIG):
         v.add("file_size", f"One file may be at most {format_size(limits.max_file_bytes)} "

@@ -178,7 +178,8 @@ class WorkerSandbox:
 
     def _rlimits(self, other_tasks: int = 0) -> dict[str, tuple[int, int]]:
         # with a cgroup, pids.max must bite before RLIMIT_NPROC: only the cgroup counts refusals
-        return self.limits.rlimits(other_tasks, nproc_slack=NPROC_SLACK if self.cgroup else 0)
+        return self.limits.rlimits(other_tasks, nproc_slack=NPROC_SLACK if self.cgroup else 0,
+                                   whole_cap=self.cgroup is not None)
 
     def _tmpfs_bytes(self) -> int | None:
         """The size of the sandbox's private /tmp and /dev/shm, where it has its own."""

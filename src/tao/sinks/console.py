@@ -30,6 +30,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "summary": "{status}：{turns} 轮，{calls} 次{calls_word}{tokens}，{seconds:.2f} 秒",
         "tokens": "，tokens {p}+{c}",
         "handed": "{source} 把对话交给 {target}", "handed_done": "已转交 {target}",
+        "output": "输出（{name}）：",
     },
     "en": {
         "task": "Task: ", "turn": "Turn {n}",
@@ -39,6 +40,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "summary": "{status}: {turns} {turns_word}, {calls} {calls_word}{tokens}, {seconds:.2f} s",
         "tokens": ", tokens {p}+{c}",
         "handed": "{source} hands the conversation to {target}", "handed_done": "handed to {target}",
+        "output": "Output ({name}):",
     },
 }
 _STATUS_STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
@@ -49,21 +51,25 @@ class ConsoleSink:
     """Renders an event stream with rich.
 
     ``console``: a ``rich.console.Console`` (default: a new one on stdout). ``show_tokens``: put
-    token usage in the closing line. ``quiet``: print only the final answer.
+    token usage in the closing line. ``quiet``: print only the final answer - or, with
+    ``typed`` (the name of the run's ``output_type``), only its validated value, as JSON: what a script
+    reading ``tao run -q --output-type ...`` parses. A typed run's value is shown after the
+    closing line too (``Output (Person):``), pretty, since the answer's text may wrap it in
+    prose or a fence.
     """
 
     #: live view refreshes per second while tokens stream
     refresh_per_second = 12
 
     def __init__(self, console: Console | None = None, *, show_tokens: bool = True,
-                 quiet: bool = False, endpoint: str = ""):
+                 quiet: bool = False, endpoint: str = "", typed: str | None = None):
         from rich.console import Console
 
         self.console = console if console is not None else Console()
         #: what the model's endpoint was found not to take, said in the header
         self.endpoint = endpoint
         self.show_tokens = show_tokens
-        self.quiet = quiet
+        self.quiet, self.typed = quiet, typed
         self.language = "en"
         self._partial = ""
         self._live: Any = None
@@ -86,10 +92,18 @@ class ConsoleSink:
         self._end_live()
         if kind is RunStarted:
             self.language = detect_language(event.task)
-            self._codeact = event.agent == "codeact"  # its Result.tool_calls counts executions
+            # CodeAct (whatever its name: a handoff's "analyst") runs code in a sandbox; its
+            # Result.tool_calls counts executions
+            self._codeact = event.sandbox is not None or event.agent == "codeact"
         if self.quiet:
-            if kind is FinalAnswer:
+            if kind is FinalAnswer and not self.typed:
                 self.console.print(event.text, markup=False, highlight=False, soft_wrap=True)
+            elif kind is RunFinished and self.typed and event.result.output is not None \
+                    and not event.result.handoff:
+                from .. import safe_json
+
+                self.console.print(safe_json.dumps(event.result.to_dict()["output"], indent=2),
+                                   markup=False, highlight=False, soft_wrap=True)
             return
         handler = self._handlers.get(kind)
         if handler is not None:
@@ -228,6 +242,15 @@ class ConsoleSink:
             calls_word=self._calls_word(r.tool_calls),
         )
         self._line((line, _STATUS_STYLE.get(r.status, "bold")))
+        if r.output is not None and not r.handoff:
+            from rich.json import JSON
+
+            from .. import safe_json
+
+            kind = type(r.output)  # a schema's value is JSON data: no class to name
+            name = self.typed or ("JSON" if kind.__module__ == "builtins" else kind.__name__)
+            self._line((t["output"].format(name=name), "bold"))
+            self.console.print(JSON(safe_json.dumps(r.to_dict()["output"]), ensure_ascii=False))
 
     def _calls_word(self, n: int) -> str:
         if self.language == "zh":

@@ -8,6 +8,7 @@ Routes (the contract the page is written against; see the module docs of ``sessi
     GET  /api/options               agents, models, tools, the page's language
     POST /api/runs                  start a run -> 201 {"run_id"}
     GET  /api/runs                  this session's runs, live, finished and journaled
+                                    (?session_name=NAME: those of one tao.Session)
     GET  /api/runs/{id}/events      SSE: id = seq, event = type, data = the event's JSON; Last-Event-ID
     GET  /api/runs/{id}/replay      {"events": [...]}
     POST /api/runs/{id}/resume      continue a run that ended in an error, from its journal
@@ -195,8 +196,9 @@ def create_app(*, token: str | None = None, journal: str | os.PathLike[str] | No
         return {"run_ids": {r.agent: r.run_id for r in runs}}
 
     @app.get("/api/runs")
-    async def list_runs(request: Request) -> dict[str, Any]:
-        return {"runs": server.listing(session(request))}
+    async def list_runs(request: Request, session_name: str | None = None) -> dict[str, Any]:
+        # ?session_name=NAME: the earlier runs of that tao.Session (the form lists them)
+        return {"runs": server.listing(session(request), conversation=session_name)}
 
     @app.get("/api/runs/{run_id}/events")
     async def events(request: Request, run_id: str, last_event_id: int | None = None) -> Any:

@@ -49,6 +49,7 @@ class LiveRun:
     approver: Any = None  # approvals.WebApprover
     journal: Any = None  # the tao.runs Journal it is recorded in
     owner: str = ""  # the hash of the session that started it
+    conversation: str | None = None  # the tao.Session it continues, by the page's name
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _trace: Any = None  # the open JSONL file the events are written to as they come
 

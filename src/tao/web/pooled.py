@@ -18,6 +18,7 @@ import asyncio
 import uuid
 from typing import Any
 
+from ..factory import AGENTS as BUILT_IN_AGENTS  # the architectures a worker builds
 from .live import LiveRun
 from .setup import RunRequest
 from .words import Refusal
@@ -48,6 +49,8 @@ async def start(server: Any, session: Any, req: RunRequest, agent: str) -> LiveR
         raise Refusal(400, "not_in_pool", what=", ".join(sorted(set(req.tools) - {"calculators"})))
     if req.approve:
         raise Refusal(400, "not_in_pool", what="approval")
+    if req.session or req.output_schema or agent not in BUILT_IN_AGENTS:
+        raise Refusal(400, "not_in_pool", what="a session, a typed output or tao.toml's agents")
     spec = _model_spec(server, req)
     server.admit(session)
     session = server.sessions.setdefault(session.id, session)

@@ -5,7 +5,10 @@ prompt (the smolagents Gradio UI shared one agent memory between all users, #703
 
 Every run is journaled (``tao.runs``): the journal's row has the agent, model name and task, and
 its meta the session's hash (never the cookie itself), the run's trace file - the buffered,
-redacted events, for replay after a restart - and its workspace.
+redacted events, for replay after a restart - its workspace and the name of the
+``tao.Session`` it continues (``conversation``). Those conversations are kept in
+``sessions.db`` beside the journal under an id that holds the browser session's hash: the name
+"ann" typed in one browser is never another browser's "ann".
 """
 
 from __future__ import annotations
@@ -92,6 +95,12 @@ class Server:
         run.task_handle = asyncio.create_task(self._drive(run, built, req.task))
         return run
 
+    def conversation(self, session: Session, name: str) -> Any:
+        """This browser session's ``tao.Session`` called ``name``."""
+        from ..memory.session import Session as Conversation
+
+        return Conversation(f"web/{session.key}/{name}", path=self.reader.home / "sessions.db")
+
     async def compare(self, session: Session, req: RunRequest) -> list[LiveRun]:
         """ReAct, CodeAct and Plan-and-Execute on one task, one after another (as ``tao
         compare`` does, so their seconds compare); each with its own run and events."""
@@ -162,12 +171,17 @@ class Server:
                         "request": asked.model_dump(mode="json")}}
         if agent == "code" or "workspace" in req.tools:
             meta["web"]["workspace"] = str(ws)
+        if req.session:
+            meta["web"]["conversation"] = req.session
         journal = Journal(self.journal_path, meta=meta, fsync=self.fsync)
         approver = WebApprover()
         built = await build(req, agent, run_id=run_id, extra=self.models,
                             workspace_root=self.workspace_root, journal=journal, approver=approver,
                             audit=self.audit)
         built.closers.append(journal.close)
+        if req.session:
+            built.conversation = self.conversation(session, req.session)
+            built.closers.append(built.conversation.close)
         try:  # journaled now, while the request waits: every run accepted is in History
             journal.start(run_id, agent, built.model_name, req.task)
         except Exception:
@@ -176,6 +190,7 @@ class Server:
         run = LiveRun(run_id, agent, built.model_name, req.task, secrets=built.secrets,
                       workspace=built.workspace)
         run.approver, run.journal, run.owner = approver, journal, session.key
+        run.conversation = req.session
         run.open_trace(trace)
         session.runs[run_id] = run
         self._trim()
@@ -204,7 +219,12 @@ class Server:
         try:
             if built.warm is not None:
                 await asyncio.to_thread(built.warm)
-            async for event in built.agent.stream(task, run_id=run.run_id):
+            given: dict[str, Any] = {}
+            if built.output is not None:
+                given["output_type"] = built.output
+            if built.conversation is not None:
+                given["session"] = built.conversation
+            async for event in built.agent.stream(task, run_id=run.run_id, **given):
                 run.add(event.to_dict())
             status = (run.result or {}).get("status", "error")
         except asyncio.CancelledError:
@@ -297,6 +317,7 @@ class Server:
                            _past_status(row["status"]), row["started"] or 0.0, [])
         run.owner = session.key
         run.workspace = Path(web["workspace"]) if web.get("workspace") else None
+        run.conversation = web.get("conversation")
         self._past[run_id] = run
         while len(self._past) > PAST:
             del self._past[next(iter(self._past))]
@@ -311,18 +332,27 @@ class Server:
             return None
         return row if row["run_id"] == run_id else None
 
-    def listing(self, session: Session, limit: int = 100) -> list[dict[str, Any]]:
+    def listing(self, session: Session, limit: int = 100,
+                conversation: str | None = None) -> list[dict[str, Any]]:
+        """This session's runs, newest first; ``conversation``: only those that continued the
+        ``tao.Session`` of that name (the page's list of a session's earlier runs)."""
         out = {r.run_id: {"run_id": r.run_id, "agent": r.agent, "model": r.model, "task": r.task,
-                          "status": r.status, "started": r.started, "live": r.live}
+                          "status": r.status, "started": r.started, "live": r.live,
+                          **({"session": r.conversation} if r.conversation else {})}
                for r in session.runs.values()}
         for row in self.reader.runs(limit * 10):
-            if row["run_id"] in out or (row["meta"].get("web") or {}).get("session") != session.key:
+            web = row["meta"].get("web") or {}
+            if row["run_id"] in out or web.get("session") != session.key:
                 continue
             out[row["run_id"]] = {"run_id": row["run_id"], "agent": row["agent"],
                                   "model": row["model"], "task": row["task"],
                                   "status": _past_status(row["status"]),
-                                  "started": row["started"], "live": False}
-        return sorted(out.values(), key=lambda r: r["started"] or 0, reverse=True)[:limit]
+                                  "started": row["started"], "live": False,
+                                  **({"session": web["conversation"]}
+                                     if web.get("conversation") else {})}
+        runs = [r for r in out.values()
+                if conversation is None or r.get("session") == conversation]
+        return sorted(runs, key=lambda r: r["started"] or 0, reverse=True)[:limit]
 
 
 def _past_status(status: str | None) -> str:

@@ -48,6 +48,12 @@ class RunRequest(BaseModel):
     task: str
     max_turns: int = Field(default=10, ge=1, le=100)
     approve: list[str] = Field(default_factory=list)
+    #: a typed result: a JSON Schema object (never a class or a file from the page: importing
+    #: a module or reading a path the request names would run or show the server's code)
+    output_schema: dict[str, Any] | None = None
+    #: a ``tao.Session`` the run continues and is appended to, by name - this browser
+    #: session's own (``sessions.Server.conversation``), as ``tao run --session NAME``
+    session: str | None = Field(default=None, min_length=1, max_length=100)
 
 
 @dataclass
@@ -56,6 +62,10 @@ class Built:
     model_name: str
     secrets: tuple[str, ...]
     workspace: Path | None = None
+    #: the run's typed result (``tao.output.SchemaOutput``), given to the run, not the agent,
+    #: so that whichever agent of a chain answers, the answer is typed
+    output: Any = None
+    conversation: Any = None  # the run's ``tao.Session`` (``sessions.Server.conversation``)
     closers: list[Callable[[], Any]] = field(default_factory=list)
     #: what the run does in a thread before it starts: the embedded model's weights load there,
     #: not on the event loop that streams every other user's run
@@ -89,6 +99,17 @@ def mcp_specs() -> list[str]:
         return []
 
 
+def named_agents() -> dict[str, Any]:
+    """The ``[agents.NAME]`` tables of ``./tao.toml`` (``tao.factory.team``); none when the file
+    is missing or broken (the page still opens; ``tao run`` reports the file's error)."""
+    from ..factory.config import ConfigError, load_config
+
+    try:
+        return dict(load_config().agents)
+    except (ConfigError, OSError):
+        return {}
+
+
 def options(lang: str, extra: dict[str, Any]) -> dict[str, Any]:
     models: list[dict[str, Any]] = [{"name": n, "label": say(lang, key)} for n, key in LOCAL.items()]
     models.append({"name": "openai", "label": say(lang, "model_openai"),
@@ -99,7 +120,11 @@ def options(lang: str, extra: dict[str, Any]) -> dict[str, Any]:
     tools = [*({"name": n, "tools": [t.name for t in tool_set(n)]} for n in BUILT_IN),
              {"name": "workspace", "tools": list(WORKSPACE_TOOLS)},
              *({"name": f"mcp:{s}"} for s in mcp_specs())]
-    return {"agents": list(AGENTS), "models": models, "tools": tools, "lang": lang}
+    # tao.toml's named agents, each with its architecture and whom it may hand over to
+    named = [{"name": t.name, "agent": t.agent, "handoffs": list(t.handoffs),
+              "description": t.description or ""} for t in named_agents().values()]
+    return {"agents": [*AGENTS, *(n["name"] for n in named)], "named": named, "models": models,
+            "tools": tools, "lang": lang}
 
 
 def _model(choice: ModelChoice, agent: str, extra: dict[str, Callable[..., Any]]) -> Any:
@@ -167,9 +192,12 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
     """The agent for one run. ``Refusal`` (and ``TaoError``) for what cannot be built."""
     from ..lang import detect_language
 
-    if agent not in AGENTS:
-        raise Refusal(400, "unknown_agent", agent=repr(agent), agents=", ".join(AGENTS))
+    tables = named_agents()
+    if agent not in AGENTS and agent not in tables:
+        raise Refusal(400, "unknown_agent", agent=repr(agent),
+                      agents=", ".join([*AGENTS, *tables]))
     check_task(req.task)
+    typed = _schema(req.output_schema)
     secrets = (req.model.api_key,) if req.model.api_key else ()
     model = _model(req.model, agent, extra)
     if secrets:
@@ -177,7 +205,7 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
 
         model = Unkeyed(model, secrets)
     tools, wants_ws, specs = _tools(req.tools)
-    built = Built(None, getattr(model, "name", req.model.name), secrets)
+    built = Built(None, getattr(model, "name", req.model.name), secrets, output=typed)
     if req.model.name in LOCAL:
         built.warm = model.warm
     guard: dict[str, Any] = {"approve": approver, "journal": journal}
@@ -201,11 +229,18 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
             for t in [*tools, *(t for s in servers for t in s)]:
                 ws.add(t)
             spec = AgentSpec(CODER, req.max_turns, guard=guard, workspace=ws)
+        elif agent in tables:  # tao.toml's agent and its handoffs, all on the page's model
+            from ..factory.config import load_config
+            from ..factory.team import chain_spec
+
+            everything = [*tools, *servers, *([ws] if ws is not None else [])]
+            spec = chain_spec(tables, agent, tools=everything or None, guard=guard,
+                              max_turns=req.max_turns, base=load_config().base)
         else:
             everything = [*tools, *servers, *([ws] if ws is not None else [])]
             spec = AgentSpec(agent, req.max_turns, everything or None, guard)
         built.agent = build_agent(spec, model)
-        have = {t.name for t in built.agent.toolbox}
+        have = {t.name for a in chain(built.agent) for t in a.toolbox}
         unknown = [n for n in req.approve if n not in have]
         if unknown:  # a misspelt name would leave the call it meant ungated
             raise Refusal(400, "approve_unknown", tools=", ".join(unknown),
@@ -214,6 +249,30 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
         await close(built)
         raise
     return built
+
+
+def chain(agent: Any) -> list[Any]:
+    """``agent`` and every agent it may hand over to, each once."""
+    found: dict[int, Any] = {}
+    todo = [agent]
+    while todo:
+        a = todo.pop()
+        if id(a) not in found:
+            found[id(a)] = a
+            todo += [h.agent for h in getattr(a, "handoffs", {}).values()]
+    return list(found.values())
+
+
+def _schema(schema: dict[str, Any] | None) -> Any:
+    """The run's ``output_schema`` as ``output_type=`` takes it; a bad one is refused now."""
+    if not schema:
+        return None
+    from ..output import SchemaOutput
+
+    try:
+        return SchemaOutput(schema)
+    except ValueError as e:
+        raise Refusal(400, "bad_schema", error=str(e)) from None
 
 
 def check_task(task: str) -> None:

@@ -11,7 +11,7 @@ import { RunView } from "./render.js";
 import { RunStream } from "./stream.js";
 
 const $ = (sel) => document.querySelector(sel);
-const current = { stream: null, replay: null, view: null, runId: null };
+const current = { stream: null, replay: null, view: null, runId: null, form: null };
 
 function showError(e) {
   const box = $("#error");
@@ -67,6 +67,7 @@ export function watch(runId, meta) {
     },
     onEnd: (end) => {
       view.finish(end.status || view.result?.status);
+      current.form?.listSession(); // the session's list now holds this run
       setStatus(end.status || view.result?.status || "done");
       $("#reconnect-note").hidden = true;
     },
@@ -120,6 +121,10 @@ async function main() {
   setLang(code);
   $("#lang").onchange = (e) => setLang(e.target.value);
   const form = new RunForm($("#run-form"), options);
+  current.form = form;
+  form.onOpenRun = async (run) => {
+    try { if (run.live) watch(run.run_id, run); else await replay(run); } catch (e) { showError(e); }
+  };
   const compare = new Compare($("#compare"), showError);
   for (const b of document.querySelectorAll(".tab")) b.onclick = () => tab(b.dataset.tab);
 

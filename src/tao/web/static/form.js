@@ -1,10 +1,13 @@
 // The run form, built from /api/options: agent, model (an OpenAI-compatible endpoint shows its
-// base URL / key / model fields), tool sets, the tools that need approval, task and max turns.
+// base URL / key / model fields), tool sets, the tools that need approval, task and max turns;
+// tao.toml's named agents (each with whom it hands over to), a session to continue (its
+// earlier runs listed under it) and a typed output given as a JSON Schema.
 // read() checks what the user typed before anything is sent and says what to fix; the key field
 // is emptied as soon as the request has gone, so the page never holds the key longer than that.
 
+import { api } from "./api.js";
 import { el } from "./cards.js";
-import { label, t } from "./i18n.js";
+import { label, status as showStatus, t } from "./i18n.js";
 
 export class RunForm {
   constructor(form, options) {
@@ -20,12 +23,60 @@ export class RunForm {
     this.baseUrl = q("base_url");
     this.apiKey = q("api_key");
     this.modelId = q("model_id");
-    this.agent.replaceChildren(...options.agents.map((a) => el("option", { value: a, text: a })));
+    this.session = q("session");
+    this.schema = q("output_schema");
+    this.agentNote = form.querySelector(".agent-note");
+    this.sessionRuns = form.querySelector(".session-runs");
+    this.named = new Map((options.named || []).map((n) => [n.name, n]));
+    this.agent.replaceChildren(...options.agents.map((a) => {
+      const n = this.named.get(a); // tao.toml's agent: its name, architecture and handoffs
+      const text = n ? `${a} (${n.agent}${n.handoffs.length ? " → " + n.handoffs.join(", ") : ""})` : a;
+      return el("option", { value: a, text });
+    }));
+    this.agent.addEventListener("change", () => this.showAgent());
+    this.showAgent();
+    this.onOpenRun = null; // set by the page: open one of the session's earlier runs
+    // listed as the name is typed (a pause of 300 ms), below the fields: nothing above them moves
+    let typing = null;
+    this.session.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => this.listSession(), 300);
+    });
+    this.session.addEventListener("change", () => { clearTimeout(typing); this.listSession(); });
     this.model.replaceChildren(...options.models.map((m) =>
       el("option", { value: m.name, text: m.label || m.name })));
     this.model.onchange = () => this.showFields();
     this.showFields();
     this.buildTools(form.querySelector(".tools"), form.querySelector(".approve-boxes"));
+  }
+
+  // What a named agent is: its description and whom it may hand the conversation to.
+  showAgent() {
+    const n = this.named.get(this.agent.value);
+    this.agentNote.hidden = !n;
+    if (n) {
+      this.agentNote.replaceChildren(label(el("span"), n.handoffs.length ? "form.named_handoffs"
+        : "form.named", { agent: n.agent, handoffs: n.handoffs.join(", ") }),
+      n.description ? ` — ${n.description}` : "");
+    }
+  }
+
+  // The session's earlier runs (this browser's), newest first, each openable.
+  async listSession() {
+    const name = this.session.value.trim();
+    const list = this.sessionRuns.querySelector("ul");
+    list.replaceChildren();
+    this.sessionRuns.hidden = !name;
+    if (!name) return;
+    let runs = [];
+    try { ({ runs } = await api(`/api/runs?session_name=${encodeURIComponent(name)}`)); } catch { runs = []; }
+    if (!runs.length) { list.append(el("li", { i18n: "form.session_new" })); return; }
+    for (const run of runs) {
+      const open = el("button", { type: "button", class: "open-run", i18n: "history.open" });
+      open.onclick = () => this.onOpenRun?.(run);
+      list.append(el("li", { "data-run-id": run.run_id }, `${run.task} · `,
+        showStatus(el("span"), run.status || ""), open));
+    }
   }
 
   needs() {
@@ -106,6 +157,15 @@ export class RunForm {
       ...typed.split(/[,，\s]+/).map((s) => s.trim()).filter(Boolean)];
     const body = { model, tools: checked("tools"), task, max_turns: turns, approve: [...new Set(approve)] };
     if (withAgent) body.agent = this.agent.value;
+    const session = this.session.value.trim();
+    if (session && withAgent) body.session = session;
+    const schema = this.schema.value.trim();
+    if (schema) {
+      let parsed;
+      try { parsed = JSON.parse(schema); } catch { parsed = null; }
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error(t("error.output_schema"));
+      body.output_schema = parsed;
+    }
     return body;
   }
 

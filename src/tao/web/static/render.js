@@ -28,6 +28,7 @@ export class RunView {
     this.cards = new Map();   // call_id -> approval card
     this.result = null;
     this.done = false;
+    this.speaker = ""; // the agent whose events these are (a handoff changes it)
     this.root.classList.add("run-view");
     this.root.dataset.runId = this.runId || "";
     this.root.dataset.status = "running";
@@ -50,6 +51,7 @@ export class RunView {
     const item = this.draw(ev);
     if (item) {
       item.dataset.kind ||= ev.type;
+      if (this.speaker && !item.dataset.agent) item.dataset.agent = this.speaker;
       if (typeof ev.seq === "number") item.dataset.seq = ev.seq;
       if (!item.isConnected) this.chain.append(item);
     }
@@ -104,10 +106,14 @@ export class RunView {
 
   draw(ev) {
     switch (ev.type) {
-      case "run_started":
+      case "run_started": {
         this.agent ||= ev.agent;
-        this.root.dataset.agent = ev.agent;
-        return this.entry("kind.run_started", this.text(`${ev.agent} · ${ev.model}${ev.sandbox ? " · " + ev.sandbox : ""} — ${ev.task}`));
+        this.root.dataset.agent ||= ev.agent;
+        this.speaker = ev.agent; // after a handoff: the agent that takes over
+        const li = this.entry("kind.run_started", el("span", { class: "speaker", text: ev.agent }));
+        li.append(this.text(`${ev.model}${ev.sandbox ? " · " + ev.sandbox : ""} — ${ev.task}`));
+        return li;
+      }
       case "turn_started": {
         const li = el("li", { class: "ev turn", "data-turn": ev.turn });
         li.append(label(el("span", { class: "ev-label" }), "kind.turn", { turn: ev.turn }));
@@ -190,8 +196,15 @@ export class RunView {
         if (card) markDecided(card, ev);
         return this.entry("kind.approval_decided", this.text(`${ev.tool}: ${ev.verdict}${ev.reason ? " — " + ev.reason : ""}`));
       }
-      case "handed_off":  // another agent speaks from here on (its own run_started follows)
-        return this.entry("kind.handed_off", this.text(`${ev.source} → ${ev.target}${ev.reason ? " — " + ev.reason : ""}`));
+      case "handed_off": { // another agent speaks from here on (its own run_started follows)
+        this.root.classList.add("chained"); // every step now says which agent it is
+        this.root.dataset.speakers = [...new Set([...(this.root.dataset.speakers || "").split(" ").filter(Boolean), ev.source, ev.target])].join(" ");
+        const li = this.entry("kind.handed_off", el("span", { class: "speaker", text: ev.source }));
+        li.append(" → ", el("span", { class: "speaker", text: ev.target }));
+        if (ev.reason) li.append(this.text(ev.reason));
+        li.dataset.agent = ev.source;
+        return li;
+      }
       case "run_finished": {
         if (ev.result && ev.result.handoff) {  // this agent's part ends; the run goes on
           return this.entry("kind.run_finished", this.text(`→ ${ev.result.handoff}`));
@@ -203,6 +216,11 @@ export class RunView {
         const li = this.entry("kind.run_finished", null, this.result.status === "done" ? "final" : "is-error");
         li.append(status(el("span", { class: "run-end-status" }), this.result.status));
         if (this.result.error) li.append(this.text(this.result.error, "ev-text error-text"));
+        if (this.result.output !== undefined && this.result.output !== null) {
+          // the typed result (output_type / the form's JSON Schema), validated: pretty JSON
+          li.append(label(el("div", { class: "ev-label typed-label" }), "kind.output"),
+            el("pre", { class: "typed-output", text: json(this.result.output) }));
+        }
         return li;
       }
       case "nested":
