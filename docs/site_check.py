@@ -70,6 +70,9 @@ def main(site: Path) -> int:
             for _ in range(180):         # typed before the index is built (slow on a busy machine), a query finds nothing
                 page.fill("input.md-search__input", "")
                 page.fill("input.md-search__input", query)
+                # Material reads the query on keyup (as a person's typing makes it); fill() sends
+                # only an input event, which it missed now and then ('Type to start searching')
+                page.press("input.md-search__input", "End")
                 page.wait_for_timeout(1000)
                 hits = page.locator(".md-search-result__item").count()
                 if hits:
