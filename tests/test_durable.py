@@ -80,16 +80,21 @@ def paying(url, pid) -> bool:
                                "(SELECT 1 FROM paid p WHERE p.name = a.name)", (pid,)).fetchone())
 
 
+def kill_while_paying(url, worker) -> None:
+    """SIGKILL ``worker`` once it is inside a payment (started, not made)."""
+    deadline = time.monotonic() + 60
+    while not paying(url, worker.pid):
+        assert time.monotonic() < deadline, "the first worker took no run"
+        time.sleep(0.01)
+    worker.send_signal(signal.SIGKILL)
+
+
 def test_a_worker_killed_mid_payment_leaves_every_run_done_and_every_payment_single(pool):
     first, second = pool(), pool()
     n = 200
     ids = [submit(pool.url, f"pay p{i}", model="py:durable_scripts:model",
                   tools=["durable_scripts:pay"], fsync=False) for i in range(n)]
-    deadline = time.monotonic() + 60
-    while not paying(pool.url, first.pid):  # the victim is inside a payment: kill it there
-        assert time.monotonic() < deadline, "the first worker took no run"
-        time.sleep(0.01)
-    first.send_signal(signal.SIGKILL)
+    kill_while_paying(pool.url, first)
     results = [result(pool.url, rid, timeout=120) for rid in ids]
     assert [r.status for r in results] == ["done"] * n
     assert [r.answer for r in results] == [f"done: paid p{i} (1)" for i in range(n)]
@@ -141,11 +146,7 @@ def test_a_plan_whose_steps_pay_at_once_is_killed_and_recovered_with_each_paymen
     n = 40
     ids = [submit(pool.url, f"pay a{i} b{i}", agent="plan", model="py:durable_scripts:plan_model",
                   tools=["durable_scripts:pay"], fsync=False) for i in range(n)]
-    deadline = time.monotonic() + 60
-    while not paying(pool.url, first.pid):
-        assert time.monotonic() < deadline, "the first worker took no run"
-        time.sleep(0.01)
-    first.send_signal(signal.SIGKILL)
+    kill_while_paying(pool.url, first)
     results = [result(pool.url, rid, timeout=120) for rid in ids]
     assert [r.status for r in results] == ["done"] * n
     assert [r.answer for r in results] == [f"paid a{i} (1); paid b{i} (1)" for i in range(n)]
