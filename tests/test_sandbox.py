@@ -201,6 +201,20 @@ async def test_traceback_is_trimmed_to_the_users_lines(sb) -> None:
     assert "tao-worker" not in r.error and "_worker" not in r.error
 
 
+async def test_a_failed_assert_says_what_both_sides_were(sb) -> None:
+    await sb.execute("def double(x):\n    return x + 2")
+    r = await sb.execute("assert double(2) == 4\nassert double(3) == 6\nprint('unreached')")
+    assert 'line 2' in r.error and "assert double(3) == 6" in r.error  # the line, as written
+    assert r.error.splitlines()[-1] == "AssertionError: assert 5 == 6"  # and what it returned
+    assert "unreached" not in r.stdout
+    calls = await sb.execute("n = 0\ndef bump():\n    global n\n    n += 1\n    return n\n"
+                             "assert bump() in [5]\n")
+    assert calls.error.splitlines()[-1] == "AssertionError: assert 1 in [5]"
+    assert (await sb.execute("n")).stdout.strip() == "1"  # each side ran once
+    own = await sb.execute("assert 1 > 2, 'my words'")  # a message of its own is kept
+    assert own.error.splitlines()[-1] == "AssertionError: my words"
+
+
 async def test_syntax_error_points_at_the_line(sb) -> None:
     r = await sb.execute("x = 1\ndef f(:\n    pass")
     assert 'File "<cell-1>", line 2' in r.error and "SyntaxError" in r.error

@@ -148,10 +148,44 @@ def _compile(src, filename):
     import _ast
 
     tree = compile(src, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+    _explain_asserts(tree)
     last = None
     if tree.body and isinstance(tree.body[-1], _ast.Expr):
         last = compile(_ast.Expression(tree.body.pop().value), filename, "eval", dont_inherit=True)
     return compile(tree, filename, "exec", dont_inherit=True), last
+
+
+_OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">=", "Is": "is",
+        "IsNot": "is not", "In": "in", "NotIn": "not in"}
+
+
+def _explain_asserts(tree):
+    """A top-level ``assert a == b`` with no message gets one saying what both sides were
+    (``AssertionError: assert 3 == 4``), as pytest says: code testing a function on examples
+    learns what the function returned, not only that it was wrong. Each side is evaluated once,
+    into a name the message reads."""
+    import _ast
+
+    for node in tree.body:
+        test = node.test if isinstance(node, _ast.Assert) else None
+        if node.__class__ is not _ast.Assert or node.msg is not None or test.__class__ is not \
+                _ast.Compare or len(test.ops) != 1 or type(test.ops[0]).__name__ not in _OPS:
+            continue
+        names = []
+        for i, side in enumerate((test.left, test.comparators[0])):
+            name = _ast.Name("_tao_assert_%d" % i, _ast.Store())
+            names.append(_ast.Name(name.id, _ast.Load()))
+            walrus = _ast.NamedExpr(name, side)
+            if i == 0:
+                test.left = walrus
+            else:
+                test.comparators[0] = walrus
+        text = "assert %.200r " + _OPS[type(test.ops[0]).__name__] + " %.200r"
+        node.msg = _ast.BinOp(_ast.Constant(text), _ast.Mod(), _ast.Tuple(names, _ast.Load()))
+        for new in (node.msg, node.msg.left, node.msg.op, node.msg.right, *names, test.left,
+                    test.left.target, test.comparators[0], test.comparators[0].target):
+            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                setattr(new, attr, getattr(node, attr))
 
 
 def _run(msg):
