@@ -165,6 +165,29 @@ def test_codeact_solution_is_the_code_it_ran_and_final_answer_does_not_skip_the_
     assert not run_task(humaneval, "codeact", task, ScriptedModel([wrong]))["correct"]
 
 
+def test_the_agents_own_checks_are_not_graded_only_its_function(humaneval):
+    task = humaneval.tasks()[0]
+    right = task.data["prompt"] + task.data["canonical_solution"]
+    # the function is right; the agent's own example was misread: its run saw the AssertionError
+    misread = fenced(right + "\nassert has_close_elements([1.0, 2.0], 0.5) is True\nfinal_answer('done')")
+    record = run_task(humaneval, "react", task, ScriptedModel([misread]))
+    assert record["correct"], record["detail"]
+    # a wrong function still fails, whatever its checks say
+    wrong = "def has_close_elements(numbers, threshold):\n    return False\n"
+    record = run_task(humaneval, "react", task, ScriptedModel([fenced(wrong + "print(1)\nassert True")]))
+    assert not record["correct"] and record["detail"] == "AssertionError"
+
+
+def test_only_checks_are_taken_out_of_a_solution():
+    from tao.evals.humaneval import without_checks
+
+    code = ("import sys\nsys.setrecursionlimit(5000)\ndef f(x):\n    assert x >= 0\n    return x\n"
+            "assert f(1) == 1\nprint(f(2))\nprint(\n    f(3))\nfinal_answer('done')\n")
+    assert without_checks(code) == "import sys\nsys.setrecursionlimit(5000)\ndef f(x):\n    assert x >= 0\n    return x\n"
+    assert without_checks("x = 1; assert f(x)\n") == "x = 1; assert f(x)\n"  # one line, two statements
+    assert without_checks("def f(:\n") == "def f(:\n"  # does not parse: kept, fails as written
+
+
 # -- word problems ---------------------------------------------------------------------------------
 
 def test_the_calculator_suite_is_new_word_problems_in_chinese_and_english():

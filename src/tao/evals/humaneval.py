@@ -74,7 +74,33 @@ def solution(outcome: Outcome, entry_point: str) -> str | None:
     answer = outcome.result.answer or ""
     candidates += split_reply(answer).blocks or [answer]
     defines = re.compile(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.MULTILINE)
-    return next((code for code in reversed(candidates) if defines.search(code)), None)
+    code = next((code for code in reversed(candidates) if defines.search(code)), None)
+    return None if code is None else without_checks(code)
+
+
+def without_checks(code: str) -> str:
+    """The code less its top-level checks: ``assert`` statements and bare ``print(...)`` and
+    ``final_answer(...)`` calls (a call such as ``sys.setrecursionlimit(...)`` stays). An agent that tests its function on the docstring's examples
+    is graded on the function, as a person's module is not graded on the asserts below it; an
+    example it misread fails its own run, where it can see it, not the score. Code that does
+    not parse is kept whole (and fails the tests as written)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    checks = [n for n in tree.body if isinstance(n, ast.Assert)
+              or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+                  and isinstance(n.value.func, ast.Name)
+                  and n.value.func.id in ("print", "final_answer"))]
+    starts = [n.lineno for n in tree.body]
+    if not checks or len(set(starts)) < len(starts):  # a line with two statements: kept whole
+        return code
+    lines = code.splitlines(keepends=True)
+    for node in reversed(checks):  # bottom up, so earlier line numbers stay right
+        del lines[node.lineno - 1:node.end_lineno]
+    return "".join(lines)
 
 
 def program(problem: dict[str, Any], code: str, marker: str) -> str:
