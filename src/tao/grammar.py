@@ -81,6 +81,28 @@ def action_grammar(specs: Sequence[ToolSpec], answer_schema: dict[str, Any] | No
                            many=MAX_CALLS, answer_schema=answer_schema)
 
 
+#: The longest answer in plain text the native tool format lets the model write.
+NATIVE_ANSWER_CHARS = 2000
+
+
+def native_tools_grammar(specs: Sequence[ToolSpec]) -> str:
+    """The model's own tool-calling form (Qwen2.5's chat template): one to ``MAX_CALLS``
+    ``<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`` blocks, each tool's
+    arguments by its schema, or an answer in plain text that does not start with ``<``. Which of
+    the two comes first is the model's choice, as it was trained to make it."""
+    conv = _converter(["name", "arguments"])
+    alts = []
+    for i, spec in enumerate(specs):
+        args = _visit(conv, spec.parameters or {"type": "object"}, f"args{i}")
+        name = conv._format_literal(json.dumps(spec.name))
+        alts.append(f'{name} ", \\"arguments\\": " {args}')
+    call = conv._add_rule("call", '"<tool_call>\\n{\\"name\\": " (' + " | ".join(
+        f"({a})" for a in alts) + ') "}\\n</tool_call>"')
+    conv._add_rule("answer", f'[^<] [^\\x00]{{0,{NATIVE_ANSWER_CHARS}}}')
+    conv._add_rule("root", f'{call} ("\\n" {call}){{0,{MAX_CALLS - 1}}} | answer')
+    return conv.format_grammar()
+
+
 #: Seed 003's decision object: ``action`` is a tool's name or ``"final"``.
 DECISION_ORDER = ["thought", "action", "action_input"]
 FINAL_ACTION = "final"

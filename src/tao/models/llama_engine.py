@@ -93,8 +93,9 @@ def _grammar(gbnf: str) -> Any:
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
-def render(llm: Any, wire: list[dict[str, str]]) -> str:
-    return llm.tao_formatter(messages=wire).prompt
+def render(llm: Any, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    """The chat template over ``wire``; ``tools`` fills its tools section (the native format)."""
+    return llm.tao_formatter(messages=wire, tools=tools).prompt
 
 
 def count(llm: Any, text: str, special: bool = False) -> int:
@@ -105,11 +106,11 @@ def generate(llm: Any, wire: list[dict[str, str]], *, max_tokens: int, temperatu
              stop: Sequence[str] = (), grammar: str | None = None,
              response_format: dict[str, Any] | None = None, seed: int | None = None,
              emit: Callable[[str], None], cancelled: Callable[[], bool] = lambda: False,
-             ) -> dict[str, Any]:
+             tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Decode one reply to the chat ``wire`` (role/content dicts in the template's terms),
     handing each piece of text to ``emit``; stops early when ``cancelled()``. Returns the
     token counts and llama.cpp's finish reason."""
-    tokens, cuts = prompt_tokens(llm, wire)
+    tokens, cuts = prompt_tokens(llm, wire, tools)
     if grammar is None and response_format:
         grammar = _response_format_grammar(response_format)
     params: dict[str, Any] = dict(prompt=tokens, max_tokens=max_tokens, temperature=temperature,
@@ -138,17 +139,18 @@ def generate(llm: Any, wire: list[dict[str, str]], *, max_tokens: int, temperatu
             "finish": finish}
 
 
-def prompt_tokens(llm: Any, wire: list[dict[str, str]]) -> tuple[list[int], list[int]]:
+def prompt_tokens(llm: Any, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+                  ) -> tuple[list[int], list[int]]:
     """The prompt's tokens and the lengths of its prefixes that end where a user message
     starts: one of them is the fixed prefix before the task (which one, ``_prime`` asks
     the cache). A prefix is the common head of its own tokens and the prompt's, so a BPE
     merge across the cut cannot make it differ from what the prompt holds."""
-    tokens = _tokenize(llm, render(llm, wire))
+    tokens = _tokenize(llm, render(llm, wire, tools))
     cuts: list[int] = []
     for j in range(1, len(wire)):
         if wire[j]["role"] == "user":
             try:
-                head = _tokenize(llm, render(llm, wire[:j]))
+                head = _tokenize(llm, render(llm, wire[:j], tools))
             except Exception:  # noqa: BLE001 - a template that wants the whole chat
                 continue
             cut = _common(head, tokens)
@@ -280,9 +282,10 @@ def handle(llm: Any, op: str, req: dict[str, Any], emit: Callable[[str], None],
         return generate(llm, req["wire"], max_tokens=req["max_tokens"],
                         temperature=req["temperature"], stop=req.get("stop") or (),
                         grammar=req.get("grammar"), response_format=req.get("response_format"),
-                        seed=req.get("seed"), emit=emit, cancelled=cancelled)
+                        seed=req.get("seed"), emit=emit, cancelled=cancelled,
+                        tools=req.get("tools"))
     if op == "render":
-        return render(llm, req["wire"])
+        return render(llm, req["wire"], req.get("tools"))
     if op == "count":
         return count(llm, req["text"], bool(req.get("special")))
     if op == "stats":

@@ -29,6 +29,7 @@ from ..errors import LocalModelError
 from ..lang import detect_language
 from ..messages import Message, ToolCall, Usage
 from ..safe_json import loads
+from . import native_tools
 from .base import Chunk, Model, ModelResponse, ToolSpec
 from .gguf_store import DEFAULT_LOCAL, KNOWN, ensure_gguf
 
@@ -68,7 +69,8 @@ class LocalModel(Model):
 
     def __init__(self, name: str = DEFAULT_LOCAL, *, path: str | os.PathLike | None = None,
                  n_ctx: int = 4096, n_threads: int | None = None, temperature: float = 0.0,
-                 max_tokens: int = 512, parallel_calls: bool = False):
+                 max_tokens: int = 512, parallel_calls: bool = False,
+                 tool_format: str | None = None):
         if path is None and name not in KNOWN:
             raise LocalModelError(f"unknown local model {name!r}; known: {', '.join(KNOWN)}")
         self.path = Path(path) if path is not None else ensure_gguf(name)
@@ -82,6 +84,12 @@ class LocalModel(Model):
         #: tell the model it may make several tool calls in one reply (the grammar always lets
         #: it); off by default, since such lines cost the 1.5B 1-2 of the 16 calculator tasks
         self.parallel_calls = parallel_calls
+        #: "json": tao's action object and tool prompt; "native": the template's own tools
+        #: section and <tool_call> blocks (``native_tools``); default ``$TAO_LOCAL_TOOLS``
+        self.tool_format = tool_format or os.environ.get("TAO_LOCAL_TOOLS", "json")
+        if self.tool_format not in native_tools.FORMATS:
+            raise ValueError(f"tool_format must be one of {native_tools.FORMATS}, "
+                             f"not {self.tool_format!r}")
 
     @property
     def llm(self) -> Any:
@@ -123,10 +131,21 @@ class LocalModel(Model):
     # -- prompt ---------------------------------------------------------------------------
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None = None) -> str:
         """The prompt text: tao's messages, tool prompt added, through the GGUF's template."""
-        return self.engine().call("render", {"wire": self._wire(messages, tools)})
+        return self.engine().call("render", {"wire": self._wire(messages, tools),
+                                             "tools": self._template_tools(tools)})
 
-    def _wire(self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None) -> list[dict[str, str]]:
-        wire: list[dict[str, str]] = []
+    def _native(self, tools: Sequence[ToolSpec] | None, schema: Any = None) -> bool:
+        """Tools in the template's own form (a typed answer keeps the JSON object's rule)."""
+        return bool(tools) and self.tool_format == "native" and schema is None
+
+    def _template_tools(self, tools: Sequence[ToolSpec] | None) -> list[dict[str, Any]] | None:
+        return native_tools.template_tools(tools) if tools and self._native(tools) else None
+
+    def _wire(self, messages: Sequence[Message], tools: Sequence[ToolSpec] | None,
+              schema: Any = None) -> list[dict[str, Any]]:
+        if self._native(tools, schema):
+            return native_tools.wire(messages)
+        wire: list[dict[str, Any]] = []
         for m in messages:
             if m.role == "assistant" and m.tool_calls:
                 calls = [{"tool": c.name, "arguments": c.arguments} for c in m.tool_calls]
@@ -172,17 +191,20 @@ class LocalModel(Model):
         from .. import grammar as grammars
         from . import sampling
 
-        wire = self._wire(messages, tools)
+        schema = ((response_format or {}).get("json_schema") or {}).get("schema")
+        native = self._native(tools, schema)
+        wire = self._wire(messages, tools, schema)
         if tools:  # a typed result (response_format's schema) is the final answer's own rule
-            schema = ((response_format or {}).get("json_schema") or {}).get("schema")
-            grammar = grammars.action_grammar(tools, answer_schema=schema)
+            grammar = (grammars.native_tools_grammar(tools) if native else
+                       grammars.action_grammar(tools, answer_schema=schema))
             response_format = None
         run = sampling.current()  # a voting run's own draw (``tao.models.sampling``)
         req = {"wire": wire, "max_tokens": max_tokens or self.max_tokens,
                "temperature": run.temperature if run else self.temperature,
                "stop": list(stop or ()), "grammar": grammar,
                "response_format": None if grammar else response_format,
-               "seed": run.seed if run is not None else None}
+               "seed": run.seed if run is not None else None,
+               "tools": native_tools.template_tools(tools) if native and tools else None}
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         cancelled = threading.Event()  # set when the consumer stops early: stop decoding too
@@ -210,7 +232,8 @@ class LocalModel(Model):
         done = item[1]
         text = "".join(pieces)
         usage = Usage(done["prompt_tokens"], done["completion_tokens"])
-        message = _read_action(text) if tools else Message.assistant(text)
+        message = (native_tools.read(text) if native else _read_action(text)) if tools \
+            else Message.assistant(text)
         yield ModelResponse(message, usage, "tool_calls" if message.tool_calls else done["finish"])
 
 
