@@ -185,7 +185,7 @@ HOSTILE = [
     ("matmul", "1 @ 2", "not allowed in an expression: BinOp"),
     ("keyword args", "round(1.5, ndigits=1)", "keyword arguments are not allowed"),
     ("statement", "import os", "not a valid expression"),
-    ("assignment", "x = 1", "not a valid expression"),
+    ("assignment", "x = y = 1", "not a valid expression"),  # "x = 1" is an equation (1)
     ("two statements", "1; 2", "not a valid expression"),
     ("null byte", "1 +\x00 1", "not a valid expression"),
     ("lone surrogate", "1 + \ud800", "not a valid expression"),
@@ -274,3 +274,40 @@ def test_calculate_takes_a_list_for_sum_avg_and_len():
 def test_calculate_refuses_lists_anywhere_else(expression, message):
     with pytest.raises(CalculationError, match=message):
         evaluate(expression)
+
+
+@pytest.mark.parametrize(("equation", "value"), [
+    ("3*x + 17 = 80", 21),  # "a number times 3 plus 17 is 80"
+    ("x*3 + 17 == 80", 21),
+    ("2*(n - 5) = 3*n + 1", -11),
+    ("x/4 = 2.5", 10),
+    ("0.1*x = 0.3", 3),
+    ("（x＋2）×3＝21".replace("＝", "="), 5),  # full-width, as typed in Chinese
+    ("一个数 * 4 = 36", 9),  # an unknown named in Chinese
+])
+def test_calculate_solves_a_linear_equation_in_one_unknown(equation, value):
+    assert evaluate(equation) == value
+
+
+@pytest.mark.parametrize(("equation", "message"), [
+    ("60/x = 5", "only linear equations"),  # and it says how to rewrite it
+    ("x*x = 9", "only linear equations"),
+    ("2**x = 8", "only linear equations"),
+    ("x + y = 3", r"found 2 unknowns \(x, y\)"),
+    ("2 = 3", "found 0 unknowns"),
+    ("x = x", "no single solution for x"),
+    ("x = 1 = 2", "not a valid expression"),
+    ("10**400*x = 1", "too large"),
+    ("x = 9**9**9", "too large"),
+    ("x = " + "(" * 300 + "1" + ")" * 300, "not a valid expression|too deeply nested"),
+    ("x = " + "1+" * 600 + "1", "longer than"),
+    ("x = __import__('os')", "not allowed"),
+])
+def test_an_equation_calculate_cannot_solve_is_said_in_words(equation, message):
+    with pytest.raises(CalculationError, match=message):
+        evaluate(equation)
+
+
+async def test_an_equation_through_the_tool_door_is_its_solution():
+    result = await run(calculate, expression="3*x + 17 = 80")
+    assert (result.content, result.is_error) == ("21", False)

@@ -4,7 +4,9 @@
 expression by walking its AST against a whitelist - never ``eval`` - and refuses anything else,
 including powers and products whose result would be huge (``9**9**9``), before computing them.
 Both refuse numbers that are not finite (``inf``, ``nan``), in their input or their result, with a
-``CalculationError``: a model copies whatever a tool returns into its answer.
+``CalculationError``: a model copies whatever a tool returns into its answer. ``calculate`` also
+solves a linear equation in one unknown (``3*x + 17 = 80`` gives 21), the form a model writes
+for "a number times 3 plus 17 is 80".
 """
 
 from __future__ import annotations
@@ -145,10 +147,97 @@ def _eval(node: ast.AST) -> int | float:
 
 
 def evaluate(expression: str) -> int | float:
-    """Evaluate an arithmetic expression safely, or raise ``CalculationError``."""
+    """Evaluate an arithmetic expression safely, or solve a linear equation in one unknown
+    (``solve``); raise ``CalculationError`` otherwise."""
     if not isinstance(expression, str):
         raise CalculationError("the expression must be a string")
     expression = expression.translate(_NORMALISE).strip().rstrip("=").strip()
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise CalculationError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    sides = _equation(expression)
+    return solve(*sides) if sides else _value(expression)
+
+
+def _equation(text: str) -> tuple[str, str] | None:
+    """The two sides of ``text`` when it is an equation: ``a == b``, or ``a = b`` (which does not
+    parse as Python). Keyword arguments and ``:=`` parse, so they are not taken for one."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        plain = text.replace("==", "").replace("<=", "").replace(">=", "").replace("!=", "")
+        if plain.count("=") != 1 or ":=" in text:
+            return None
+        left, right = text.split("=")  # ``text`` had no "==": its one "=" divides it
+        return left.strip(), right.strip()
+    except (ValueError, RecursionError, MemoryError):
+        return None  # said by ``_value``
+    body = tree.body
+    if isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.Eq):
+        return ast.get_source_segment(text, body.left) or "", \
+            ast.get_source_segment(text, body.comparators[0]) or ""
+    return None
+
+
+_EQUATION = "an equation in one unknown"
+
+
+def solve(left: str, right: str) -> int | float:
+    """The unknown of a linear equation such as ``3*x + 17 = 80`` (21). A model asked "a number
+    times 3 plus 17 is 80" writes exactly this, and a calculator that only said "invalid syntax"
+    got the same call five times. Both sides are evaluated with the unknown at 1 and 2, and the
+    line through them checked at 3 and -2, by the same whitelist; a non-linear one (``60/x = 5``, ``x*x = 9``) is refused with words."""
+    sides, equation = (left, right), f"{left} = {right}"
+    if not all(sides):
+        raise CalculationError(f"{_EQUATION} has two sides, e.g. 3*x + 17 = 80")
+    names = set()
+    for side in sides:
+        try:
+            tree = ast.parse(side, mode="eval")
+        except (RecursionError, MemoryError):
+            raise CalculationError("expression too deeply nested") from None
+        except (SyntaxError, ValueError):
+            raise CalculationError(f"not a valid expression: {side[:60]}") from None
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called
+                  and n.id not in _CONSTANTS and n.id not in _FUNCS}
+    if len(names) != 1:
+        raise CalculationError(f"{_EQUATION}: found {len(names)} unknowns "
+                               f"({', '.join(sorted(names)) or 'none'}); an equation needs one "
+                               "unknown and numbers for the rest")
+    unknown = names.pop()
+
+    def residual(v: int) -> int | float:
+        left, right = (_value(side, {unknown: v}) for side in sides)
+        return left - right
+
+    try:  # at 1 and 2, then checked at 3 and -2 (0 would divide 60/x by zero)
+        r1 = residual(1)
+        a = residual(2) - r1
+        b = r1 - a
+        linear = all(math.isclose(residual(v), a * v + b, rel_tol=1e-9, abs_tol=1e-9)
+                     for v in (3, -2))
+    except CalculationError as e:
+        if "division by zero" not in str(e):  # too large, not finite: said as it is
+            raise
+        linear = False  # 60/x: x divides, at one of the trial values
+    except OverflowError:
+        raise CalculationError("numbers too large for an equation") from None
+    if not linear:
+        raise CalculationError(f"calculate solves only linear equations in one unknown; rewrite "
+                               f"{equation[:60]} so that {unknown} is not multiplied or divided "
+                               f"by itself (e.g. 60/{unknown} = 5 as {unknown} = 60/5)")
+    if a == 0:
+        raise CalculationError(f"{equation[:60]} has no single solution for {unknown}")
+    try:
+        x = float(f"{-b / a:.12g}")  # 0.1*x = 0.3 is 3, not 2.9999999999999996
+    except OverflowError:
+        raise CalculationError("result too large (overflow)") from None
+    if not math.isfinite(x):
+        raise CalculationError("result is not finite")
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def _value(expression: str, names: dict[str, int] | None = None) -> int | float:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise CalculationError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
@@ -161,6 +250,8 @@ def evaluate(expression: str) -> int | float:
         raise CalculationError("expression too deeply nested") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise CalculationError("expression too complex")
+    if names:  # an equation's unknown, set to one trial value
+        tree = _Bind(names).visit(tree)
     try:
         value = _eval(tree)
     except RecursionError:
@@ -170,6 +261,16 @@ def evaluate(expression: str) -> int | float:
     return value
 
 
+class _Bind(ast.NodeTransformer):
+    def __init__(self, names: dict[str, int]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Constant(self.names[node.id]) if node.id in self.names else node
+
+
+# The description stays as it was measured: an equation the model writes of its own accord is
+# solved (``solve``) instead of failing, and nothing else the model reads changes.
 @tool(side_effects=False)
 def calculate(expression: str) -> float:
     """计算一个算术表达式 / Evaluate an arithmetic expression, e.g. "50 - 3*12 - 2*5".
