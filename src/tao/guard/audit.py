@@ -13,7 +13,9 @@ to the line edited (the last line too, which no ``prev`` covers); ``prev`` catch
 rewritten with a fresh own hash; ``seq`` names a removed or reordered line. What no chain can
 catch on its own is the *end* cut off or rewritten whole: ``verify`` reports the head hash, and
 ``verify(path, head=...)`` (``tao audit verify --head``) checks that a head noted earlier,
-somewhere the log's writer cannot reach, is still in the chain.
+somewhere the log's writer cannot reach, is still in the chain. The line format (``GENESIS``,
+``_seal``) and the file's low-level reads and writes are in ``audit_file``; ``verify`` and
+``entries`` are in ``audit_verify``; their names stay importable from here.
 
 Appends take an exclusive ``flock`` on the file and read the last line under it (unless the file
 is as this log's last append left it: same inode, same size), so processes writing at once never
@@ -35,7 +37,8 @@ waits for them, and blocks the loop's shutdown until they are); the interpreter'
 every syncer (``atexit``). An fsync that fails is never dropped silently: it is logged
 (``tao.audit``) at once, and the next ``append``, ``flush`` or ``close`` of the log raises
 ``AuditError`` saying how many lines it concerned and why. A write that fails raises ``OSError``
-from ``append`` itself.
+from ``append`` itself. The syncer threads, with their ``atexit`` and fork hooks, are in
+``audit_sync``.
 
 A writer killed mid-line leaves an incomplete last line: ``verify`` reports it as a torn tail (every
 earlier line still verifies), and the next append cuts it off and records an ``audit.torn_tail``
@@ -51,31 +54,52 @@ wherever they occur, and strings shaped like keys (``sk-...``, ``ghp_...``, ``AK
 
 from __future__ import annotations
 
-import atexit
 import fcntl
 import hashlib
 import logging
 import os
-import re
-import sys
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Self
 
 from ..errors import TaoError
-from ..safe_json import dumps, loads
+
+# The line format and the file's reads and writes are audit_file's, the fsync thread
+# audit_sync's, the reading side audit_verify's; their names stay importable from here.
+from .audit_file import (  # noqa: F401
+    _HASH_TAIL,
+    _SEQ_HEAD,
+    GENESIS,
+    _count_lines,
+    _Fd,
+    _fsync_dir,
+    _open,
+    _own_hash_ok,
+    _seal,
+    _tail,
+    _write_all,
+)
+from .audit_sync import (  # noqa: F401
+    _BATCH,
+    _MODES,
+    _NONE,
+    _RECORD,
+    _SYNCERS,
+    _drain_all,
+    _forget_syncers,
+    _Hold,
+    _running_loop,
+    _Syncer,
+    _syncer,
+    _wake,
+)
+from .audit_verify import VerifyReport, _bad, entries, read_lines, verify  # noqa: F401
 from .redact import REDACTED, env_secrets, is_secret_key, needs_redaction, redact
 
-#: the ``prev`` of line 1: there is no line before it
-GENESIS = "0" * 64
 #: keys the log writes itself; a record carrying one is a caller's mistake, not overwritten quietly
 RESERVED = frozenset({"seq", "prev", "hash"})
-
-_SEQ_HEAD = re.compile(rb'\{"seq":(\d+),')
-_HASH_TAIL = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
 
 
 class AuditError(TaoError):
@@ -89,28 +113,7 @@ def default_path() -> Path:
     return data_dir() / "audit.jsonl"
 
 
-def _seal(entry: dict[str, Any]) -> tuple[bytes, str]:
-    """The line for ``entry`` (no newline), its JSON with its own hash as the last key; and
-    that hash."""
-    body = dumps(entry, separators=(",", ":")).encode("utf-8")
-    digest = hashlib.sha256(body).hexdigest()
-    return body[:-1] + b',"hash":"' + digest.encode() + b'"}', digest
-
-
-def _own_hash_ok(line: bytes) -> bool:
-    m = _HASH_TAIL.search(line)
-    return bool(m) and hashlib.sha256(line[:m.start()] + b"}").hexdigest() == m.group(1).decode()
-
-
 _NOWHERE: tuple[tuple[int, int, int], int, str] = ((-1, -1, -1), 0, GENESIS)
-
-#: ``fsync=`` as the log reads it: never, by its syncer in batches, each line
-_NONE, _BATCH, _RECORD = 0, 1, 2
-_MODES = {False: _NONE, None: _NONE, "batch": _BATCH, True: _RECORD, "record": _RECORD}
-#: seconds a syncer's thread waits for more lines before it ends (the next one starts it again)
-_IDLE_S = 5.0
-#: seconds a ``"batch"`` syncer lets lines gather before one fsync covers them
-_BATCH_S = 0.002
 
 _log = logging.getLogger("tao.audit")
 
@@ -281,344 +284,6 @@ class AuditLog:
             if lost:
                 raise AuditError(f"{len(lost)} audit line(s) of {self.path} could not be "
                                  f"fsync'd: {lost[-1]}") from lost[-1]
-
-
-def _running_loop() -> Any:
-    asyncio = sys.modules.get("asyncio")  # no asyncio imported: no loop can be running
-    return asyncio.events._get_running_loop() if asyncio is not None else None
-
-
-class _Hold:
-    """An event loop's claim on a syncer: its task waits until ``target`` lines are fsync'd,
-    and blocks the loop's shutdown (``asyncio.run``'s end cancels it) until they are."""
-
-    __slots__ = ("target", "task")
-
-    def __init__(self, target: int):
-        self.target, self.task = target, None
-
-
-class _Syncer:
-    """The one thread of this process that fsyncs a file's lines written on event loops (and
-    by ``"batch"`` logs): an fsync covers every line written before it, so lines written while
-    one runs share the next. ``queued``/``synced`` count the lines asked for and done (fsync'd
-    or failed); a ticket is the count at a line's ``put``."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.lock = threading.Lock()
-        self.more = threading.Condition(self.lock)  # the thread waits here for lines
-        self.done = threading.Condition(self.lock)  # callers wait here for theirs
-        self.queue: list[tuple[AuditLog, bool]] = []  # (its log, the file was new)
-        self.queued = self.synced = 0
-        self.running = False
-        self.urgent = False  # someone waits, or a line wants its own fsync: no gathering
-        self.waiters: list[tuple[Any, Any]] = []  # (loop, future) woken after each fsync
-        self.holds: dict[Any, _Hold] = {}  # event loop -> its hold
-
-    def put(self, log: AuditLog, first: bool) -> int:
-        with self.lock:
-            self.queue.append((log, first))
-            self.queued += 1
-            ticket = self.queued
-            if log._mode == _RECORD:
-                self.urgent = True
-            if not self.running:
-                self.running = True
-                threading.Thread(target=self._run, name="tao-audit-sync", daemon=True).start()
-            elif self.urgent or len(self.queue) == 1:
-                self.more.notify()
-        return ticket
-
-    def wait(self, ticket: int) -> None:
-        """Block until the line of ``ticket`` (and every one before it) is done."""
-        with self.lock:
-            if self.synced < ticket:
-                self.urgent = True
-                self.more.notify()
-            while self.synced < ticket:
-                self.done.wait()
-
-    def drain(self) -> None:
-        self.wait(self.queued)
-
-    async def until(self, loop: Any, ticket: int, urgent: bool = True) -> None:
-        """Wait on ``loop`` until ``ticket`` is done, without blocking it (``urgent``: and
-        have the syncer fsync now rather than let more lines gather)."""
-        while self.synced < ticket:
-            future = loop.create_future()
-            with self.lock:
-                if self.synced >= ticket:
-                    break
-                self.waiters.append((loop, future))
-                if urgent and not self.urgent:
-                    self.urgent = True
-                    self.more.notify()
-            await future
-
-    def hold(self, loop: Any, ticket: int) -> None:
-        """Keep ``loop`` from ending (``asyncio.run``) before ``ticket`` is fsync'd."""
-        held = self.holds.get(loop)
-        if held is not None:
-            held.target = ticket
-            return
-        held = self.holds[loop] = _Hold(ticket)
-        held.task = loop.create_task(self._held(loop, held))
-
-    async def _held(self, loop: Any, held: _Hold) -> None:
-        import asyncio
-
-        try:
-            while self.synced < held.target:
-                await self.until(loop, held.target, urgent=False)
-        except asyncio.CancelledError:  # the loop is closing: its lines' fsync first
-            self.wait(held.target)
-            raise
-        finally:
-            if self.holds.get(loop) is held:
-                del self.holds[loop]
-
-    def _run(self) -> None:
-        while True:
-            with self.lock:
-                if not self.queue:
-                    self.more.wait(_IDLE_S)
-                if not self.queue:
-                    self.running = False
-                    return
-                if not self.urgent:
-                    self.more.wait(_BATCH_S)  # let the lines of the next moments share it
-                batch, self.queue, self.urgent = self.queue, [], False
-            error: BaseException | None = None
-            try:
-                with _open(self.path) as fd:  # any descriptor of the file: fsync is per file
-                    os.fsync(fd)
-                if any(first for _, first in batch):
-                    _fsync_dir(Path(self.path).parent)
-            except BaseException as e:  # noqa: BLE001 - the thread must go on; the logs learn it
-                error = e
-            if error is not None:
-                failed: dict[AuditLog, int] = {}
-                for log, _ in batch:
-                    failed[log] = failed.get(log, 0) + 1
-                for log, count in failed.items():
-                    log._failed(error, count)
-            with self.lock:
-                self.synced += len(batch)
-                self.done.notify_all()
-                waiters, self.waiters = self.waiters, []
-            for loop, future in waiters:
-                try:
-                    loop.call_soon_threadsafe(_wake, future)
-                except RuntimeError:  # that loop is closed: nobody waits there any more
-                    pass
-
-
-def _wake(future: Any) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-_SYNCERS: dict[str, _Syncer] = {}
-_SYNCERS_LOCK = threading.Lock()
-
-
-def _syncer(path: str) -> _Syncer:
-    syncer = _SYNCERS.get(path)
-    if syncer is None:
-        with _SYNCERS_LOCK:
-            syncer = _SYNCERS.setdefault(path, _Syncer(path))
-    return syncer
-
-
-@atexit.register
-def _drain_all() -> None:
-    """At the interpreter's exit: every line asked to be fsync'd is (failures were logged)."""
-    for syncer in list(_SYNCERS.values()):
-        syncer.drain()
-
-
-def _forget_syncers() -> None:
-    """In a forked child: the parent's syncers (threads, queues, locks) are not this process's."""
-    global _SYNCERS_LOCK
-    _SYNCERS.clear()
-    _SYNCERS_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_syncers)
-
-
-def _open(path: str) -> _Fd:
-    try:
-        return _Fd(os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600))
-    except FileNotFoundError:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return _Fd(os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600))
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class _Fd(int):
-    """A file descriptor that closes at the end of a ``with``."""
-
-    def __enter__(self) -> int:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    written = os.write(fd, data)  # a line: one write, but a write may be cut short
-    if written == len(data):
-        return
-    view = memoryview(data)[written:]
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _tail(fd: int) -> tuple[int, str, tuple[int, bytes] | None]:
-    """``(seq of the last complete line, its SHA-256, torn)``; ``torn`` is ``(offset, bytes)`` of
-    an incomplete last line, else ``None``. Reads backwards only as far as the last line reaches
-    (one 8 KiB read for a usual line). A last line that does not parse is chained to all the
-    same (its seq from the line count): the file was tampered with, ``verify`` says where, and
-    appending does not hide it."""
-    end = os.lseek(fd, 0, os.SEEK_END)
-    if end == 0:
-        return 0, GENESIS, None
-    size = 8192
-    while True:
-        start = max(0, end - size)
-        chunk = os.pread(fd, end - start, start)
-        last_nl = chunk.rfind(b"\n")
-        before = chunk.rfind(b"\n", 0, max(last_nl, 0))
-        if start == 0 or before >= 0:
-            break
-        size *= 4
-    torn = None if last_nl == len(chunk) - 1 else (start + last_nl + 1, chunk[last_nl + 1:])
-    if last_nl < 0:
-        return 0, GENESIS, torn
-    line = chunk[before + 1:last_nl]
-    m = _SEQ_HEAD.match(line)
-    return (int(m.group(1)) if m else _count_lines(fd, start + last_nl + 1),
-            hashlib.sha256(line).hexdigest(), torn)
-
-
-def _count_lines(fd: int, upto: int) -> int:
-    count, pos = 0, 0
-    while pos < upto:
-        data = os.pread(fd, min(1 << 20, upto - pos), pos)
-        count, pos = count + data.count(b"\n"), pos + len(data)
-    return count
-
-
-@dataclass(slots=True)
-class VerifyReport:
-    """What ``verify`` found. ``ok``: no line was edited, removed or reordered (a torn tail
-    alone keeps it ``ok``; ``tao audit verify --strict`` counts it as a failure). ``bad_line``:
-    the first bad line (1-based), ``reason`` a code (``not_json``, ``edited``, ``seq``, ``prev``,
-    or ``head``: the head asked for is not there), ``detail`` the facts behind it; ``lines``:
-    complete lines that verified; ``head``: the SHA-256 of the last verified line (``GENESIS``
-    for an empty log), which the next line's ``prev`` will be."""
-
-    path: Path
-    ok: bool = True
-    lines: int = 0
-    head: str = GENESIS
-    bad_line: int | None = None
-    reason: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-    torn_tail: bool = False
-    torn_bytes: int = 0
-
-    def message(self, lang: str = "en") -> str:
-        """One sentence for the user, in ``lang`` ("zh" or "en")."""
-        from ..prompts import render, table
-
-        text = table("audit")[lang if lang == "zh" else "en"]
-        values = {"path": str(self.path), "lines": str(self.lines), "head": self.head,
-                  "line": str(self.bad_line), "bytes": str(self.torn_bytes),
-                  **{k: str(v) for k, v in self.detail.items()}}
-        if not self.ok:
-            return render(text["bad"], **values) + " " + render(text[self.reason or "edited"], **values)
-        said = render(text["ok"], **values)
-        return said + (" " + render(text["torn_tail"], **values) if self.torn_tail else "")
-
-
-def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[bytes, bool]]:
-    """``(line, complete)`` for each line of the file, without its newline; only the last one
-    can be incomplete. Reads the file as it stood at one instant - its size taken under a shared
-    lock, so a line a live writer is halfway through is not seen - and streams it, so a large
-    log neither has to fit in memory nor holds writers up while it is read."""
-    with open(path, "rb") as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
-        try:
-            left = os.fstat(f.fileno()).st_size
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-        while left > 0:
-            raw = f.readline(left)  # never past the snapshot: a line ends there or at a newline
-            if not raw:
-                break
-            left -= len(raw)
-            yield (raw[:-1], True) if raw.endswith(b"\n") else (raw, False)
-
-
-def verify(path: str | os.PathLike[str], head: str | None = None) -> VerifyReport:
-    """Check every line's own hash, ``seq`` and ``prev``; stop at the first bad line. ``head``:
-    a head noted from an earlier ``verify`` (or a line's ``hash``); the log must still hold that
-    line, which is what catches its end cut off. Raises ``OSError`` (``FileNotFoundError``...)
-    when the file cannot be read."""
-    report = VerifyReport(Path(path))
-    expected_prev, n, found = GENESIS, 0, head is None or head == GENESIS
-    for line, complete in read_lines(path):
-        n += 1
-        if not complete:
-            report.torn_tail, report.torn_bytes = True, len(line)
-            break
-        try:
-            entry = loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            entry = None
-        if not isinstance(entry, dict):
-            return _bad(report, n, "not_json")
-        if not _own_hash_ok(line):
-            return _bad(report, n, "edited")
-        if entry.get("seq") != n:
-            return _bad(report, n, "seq", seq=entry.get("seq"), expected=n)
-        if entry.get("prev") != expected_prev:
-            return _bad(report, n, "prev", before=n - 1)
-        expected_prev = hashlib.sha256(line).hexdigest()
-        report.lines, report.head = n, expected_prev
-        found = found or head in (expected_prev, entry.get("hash"))
-    if not found:
-        return _bad(report, report.lines + 1, "head", head=head)
-    return report
-
-
-def _bad(report: VerifyReport, line: int, reason: str, **detail: Any) -> VerifyReport:
-    report.ok, report.bad_line, report.reason, report.detail = False, line, reason, detail
-    return report
-
-
-def entries(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The complete lines that parse as JSON objects, in file order (for ``tao audit show``;
-    says nothing about whether they verify - that is ``verify``'s job)."""
-    for line, complete in read_lines(path):
-        if not complete:
-            break
-        try:
-            entry = loads(line.decode("utf-8", "replace"))
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            yield entry
 
 
 __all__ = ["AuditLog", "GENESIS", "REDACTED", "VerifyReport", "default_path", "entries",
