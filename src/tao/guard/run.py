@@ -5,7 +5,8 @@ Every tool call of every agent passes ``Run.admit`` (count it, check the policy,
 before it runs and ``Run.after`` once it has (fence untrusted output, audit). Approval events go
 out through ``Run.emit``: into the plan's own event queue, or into ``Run.pump``, which a loop
 wraps around an await that may need a human (ReAct's ``gate``, CodeAct's code block), so
-``ApprovalRequested`` reaches the sinks while the call waits and before any ``Action``.
+``ApprovalRequested`` reaches the sinks while the call waits and before any ``Action``. How a
+run asks (batched per tick, its events, its audit) is ``asking.Asking``, which ``Run`` inherits.
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, NoReturn
 
+# ApprovalDecided, ApprovalRequested, ApprovalRequest, decide and Pump went to asking with the
+# code that uses them (how a run asks for approval); they stay importable from here.
 from .. import prompts
-from ..events import ApprovalDecided, ApprovalRequested, Event
+from ..events import ApprovalDecided, ApprovalRequested, Event  # noqa: F401
 from ..messages import ToolCall
 from ..runs import IDEMPOTENCY_KEY  # tao.runs is light: the journal loads on use
 from ..safe_json import dumps
-from .approval import ApprovalRequest, Decision, decide
+from .approval import ApprovalRequest, Decision, decide  # noqa: F401
+from .asking import Asking
 from .budget import Budget, BudgetExceeded, Meter, Metered
-from .outbox import Outbox, Pump
+from .outbox import Outbox, Pump  # noqa: F401
 from .policy import Policy, digest
 
 KEYS = ("allow", "deny", "require_approval", "high_risk", "untrusted", "approve", "audit",
@@ -98,7 +102,7 @@ def _steps_active() -> bool:
     return steps.ENABLED and steps.active()
 
 
-class Run:
+class Run(Asking):
     def __init__(self, guard: Guard, task: str, agent: str, model: str, lang: str,
                  tools: Iterable[Any], parent: Run | None = None, run_id: str | None = None,
                  meta: dict[str, Any] | None = None, chain: Meter | None = None):
@@ -366,55 +370,6 @@ class Run:
 
         self._audit_call(call, tool, status, 0.0)
         return ToolResult(text, True, 0.0, retryable=False)
-
-    # -- approval -----------------------------------------------------------------------------
-    async def _ask(self, call: ToolCall, why: str, secret: tuple[str, ...]) -> Decision:
-        """Queue the call for approval; the calls queued in the same tick are asked together."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Decision] = loop.create_future()
-        self._batch.append((call, why, future, secret))
-        if len(self._batch) == 1:
-            loop.call_soon(self._start_deciding)
-        return await future
-
-    def _start_deciding(self) -> None:
-        task = asyncio.ensure_future(self._decide())
-        self._deciding.add(task)  # held: the loop keeps only a weak reference to a task
-        task.add_done_callback(self._deciding.discard)
-
-    async def _decide(self) -> None:
-        batch, self._batch = self._batch, []
-        requests = [ApprovalRequest(c.id, c.name, dict(c.arguments), why,
-                                    digest(c.name, c.arguments)) for c, why, _, _ in batch]
-        try:
-            for r in requests:
-                self.emit(ApprovalRequested(r.call_id, r.tool, r.arguments, r.reason, r.digest))
-            await self.outbox.delivered(self.emit)
-            decisions = await decide(self.approve, requests, self.lang)
-        except BaseException as e:  # the approver's own failure ends the run, as the user's bug
-            for _, _, f, _ in batch:
-                if not f.done():
-                    f.set_exception(e)
-            return
-        for r, d, (_, _, f, secret) in zip(requests, decisions, batch):
-            self.emit(ApprovalDecided(r.call_id, r.tool, d.verdict, d.reason, d.arguments,
-                                      d.digest or r.digest, d.by))
-            self._audit({"kind": "approval", "call_id": r.call_id, "tool": r.tool,
-                         "arguments": r.arguments, "digest": r.digest, "decision": d.verdict,
-                         "reason": d.reason, "edited": d.arguments, "by": d.by},
-                        secret)
-            if not f.done():  # the call's wait was cut (a code block killed at its time limit)
-                f.set_result(d)
-
-    def pump(self, awaitable: Awaitable[Any], *, timed: bool = False, events: bool = False) -> Pump:
-        """``async for event in run.pump(aw)``: the approval events of what ``aw`` does, while
-        it runs; then ``.value`` (see ``outbox``). ``timed``: ``aw`` is stopped at the
-        wall-clock budget (CodeAct's code, which passes neither door while it computes; not a
-        turn's approvals, where a person is typing). ``events``: ``aw`` emits events of its own
-        (CodeAct's tool calls), so it is pumped even when the guard has nothing to do."""
-        if timed and self.meter.remaining() is not None:
-            awaitable = self.meter.within(awaitable)
-        return Pump(self.outbox, awaitable, self.active or events)
 
     # -- audit ----------------------------------------------------------------------------------
     def _audit_call(self, call: ToolCall, tool: Any, status: str, duration: float) -> None:
