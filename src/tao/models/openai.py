@@ -1,9 +1,10 @@
 """OpenAIModel: any OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama,
 llama.cpp server, ...), streamed, with native tool calls and tao's own retry policy.
 
-With ``openai_wire`` (the JSON both ways), ``openai_stream`` (one streamed attempt) and
-``openai_http`` (how a request travels: aiohttp, else the SDK over httpx2), this is the only
-place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
+With ``openai_wire`` (the JSON both ways), ``openai_stream`` (one streamed attempt),
+``openai_http`` (how a request travels: aiohttp, else the SDK over httpx2) and
+``openai_step_down`` (a request asked again with what its endpoint refused left out), this is the
+only place that knows the OpenAI wire format: tao ``Message``/``ToolCall``/``ToolSpec``
 go out as chat-completions JSON and the streamed ``chat.completion.chunk``s come back as text
 deltas and one ``ModelResponse``. The ``openai`` package is imported when a model is built, never
 by ``import tao``.
@@ -44,6 +45,7 @@ from ..errors import ModelConfigError, ModelError
 from ..messages import Message
 from .base import DEFAULT_TIMEOUT_S, Chunk, Model, Retrying, ToolSpec
 from .openai_http import Endpoint, use_aiohttp
+from .openai_step_down import StepDown, _fill_null_content, _server_message
 from .openai_stream import _Incomplete, _NotAChunk, _Turn
 # The wire format lives in openai_wire; its public names stay importable from here.
 from .openai_wire import (DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, DEFAULT_MODEL,  # noqa: F401
@@ -80,7 +82,7 @@ def _seconds(value: float | None) -> str:
     return "?" if value is None else f"{value:g} s"
 
 
-class OpenAIModel(Model):
+class OpenAIModel(StepDown, Model):
     """A chat model behind an OpenAI-compatible endpoint.
 
     ``OpenAIModel()`` reads TAO_* / OPENAI_* / DEEPSEEK_* from the environment (see
@@ -275,17 +277,7 @@ class OpenAIModel(Model):
             yield Retrying(attempt, reason, delay)
             await self._sleep(delay)
 
-    # -- errors ---------------------------------------------------------------------------
-    def _drop_stream_options(self, e: Exception, params: dict[str, Any]) -> bool:
-        import openai
-
-        if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422)
-                and "stream_options" in params and "stream_options" in _server_message(e)):
-            del params["stream_options"]
-            self._learnt("stream_options")
-            return True
-        return False
-
+    # -- what the endpoint takes (asking with less: ``openai_step_down``) -----------------
     def takes(self, fact: str) -> bool:
         """Whether this endpoint has not refused ``fact`` (``endpoint_facts``)."""
         from . import endpoint_facts
@@ -303,84 +295,7 @@ class OpenAIModel(Model):
 
         endpoint_facts.refused(self.base_url, self.name, fact)
 
-    def _wants_text_content(self, e: Exception, params: dict[str, Any]) -> bool:
-        """OpenAI takes ``content: null`` beside ``tool_calls``; llama-cpp-python's server
-        answers it with a 500 ("Input should be a valid string" at the message's ``content``).
-        Learnt once per endpoint: from then on such a reply is sent with ``""``."""
-        import openai
-
-        if (isinstance(e, openai.APIStatusError) and e.status_code in (400, 422, 500)
-                and "'content'" in _server_message(e, 20_000) and _fill_null_content(params)):
-            self._learnt("null_content")
-            return True
-        return False
-
-    def _step_down_format(self, e: Exception, params: dict[str, Any]) -> str | None:
-        """A server that cannot take the request's ``response_format`` says so in its message,
-        whatever status it picks: DeepSeek 400 "This response_format type is unavailable now",
-        llama-cpp-python's server 500 with a validation error on ``response_format.type``,
-        others 422. Retrying the same cannot help: the fact is learnt (``endpoint_facts``), the
-        request asks with the next form down (``_fit_format``), and the reason is returned for
-        the ``Retrying`` that says so; None for any other failure."""
-        import openai
-
-        fmt = params.get("response_format")
-        if not (isinstance(e, openai.APIStatusError) and fmt
-                and e.status_code in (400, 415, 422, 500, 501)):
-            return None
-        said = _server_message(e, 20_000)
-        if not any(w in said for w in ("response_format", "json_schema", "json_object")):
-            return None
-        self._learnt(fmt.get("type", ""))
-        self._fit_format(params)
-        now = params.get("response_format", {}).get("type", "no response_format")
-        return (f"the model refused response_format={fmt.get('type')}; asking with {now} "
-                f"({self.base_url} answered {e.status_code}: {_server_message(e)})")
-
-    def _step_down_tools(self, e: Exception, params: dict[str, Any]) -> str | None:
-        """An endpoint that takes no ``tools`` (vLLM without ``--enable-auto-tool-choice``:
-        400 '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser')
-        is asked with the tools in the prompt and calls as text, which ``text_calls`` reads:
-        the agent's native tool calls go on. Learnt once per endpoint."""
-        import openai
-
-        if not (isinstance(e, openai.APIStatusError) and params.get("tools")
-                and e.status_code in (400, 422, 500, 501)
-                and "tool" in _server_message(e, 20_000).lower()):
-            return None
-        self._learnt("tools")
-        tools_as_text(params)
-        return (f"the model takes no native tools; asking with calls as text ({self.base_url} "
-                f"answered {e.status_code}: {_server_message(e)})")
-
-    def _fit_format(self, params: dict[str, Any]) -> None:
-        """The best structured-output form this endpoint takes, in ``params``: the JSON schema;
-        else, beside tools, a ``final_result`` tool whose arguments are the answer
-        (``final_tool``); else JSON mode - with "json" in the prompt, which DeepSeek's JSON mode
-        requires - else none (the agents' parsers read JSON the prompt asked for: the last
-        form)."""
-        fmt = params.get("response_format")
-        if not fmt or fmt.get("type") not in ("json_schema", "json_object"):
-            return
-        if fmt["type"] == "json_schema" and not self.takes("json_schema"):
-            if params.get("tools") and self.takes("tools"):  # beside tools: one more tool
-                from . import final_tool
-
-                final_tool.offer(params, fmt)
-                return
-            fmt = {"type": "json_object"}
-        if fmt["type"] == "json_object" and not self.takes("json_object"):
-            del params["response_format"]
-            return
-        params["response_format"] = fmt
-        messages = params["messages"]
-        if fmt["type"] == "json_object" and not any(
-                "json" in str(m.get("content") or "").lower() for m in messages):
-            if messages and messages[0].get("role") == "system":
-                messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\nReply in JSON."}
-            else:
-                messages.insert(0, {"role": "system", "content": "Reply in JSON."})
-
+    # -- errors ---------------------------------------------------------------------------
     def _classify(self, e: Exception, turn: _Turn) -> tuple[str, float | None] | None:
         """``(reason, Retry-After delay or None)`` for a retryable failure; raises
         ModelConfigError for what retrying cannot fix; None for what is not an API error."""
@@ -444,23 +359,6 @@ def _body(params: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in params.items() if k != "extra_body"}
     body.update(params["extra_body"])
     return body
-
-
-def _fill_null_content(params: dict[str, Any]) -> bool:
-    """``content: null`` of the request's messages made ``""``; whether there was any."""
-    found = [m for m in params.get("messages") or () if m.get("content", "") is None]
-    for m in found:
-        m["content"] = ""
-    return bool(found)
-
-
-def _server_message(e: Any, limit: int = 300) -> str:
-    body = getattr(e, "body", None)
-    if isinstance(body, dict):
-        msg = body.get("message") or body.get("detail") or body.get("error")
-        if msg:
-            return _clip(str(msg), limit)
-    return _clip(str(getattr(e, "message", "") or e), limit)  # e.g. a proxy's HTML error page
 
 
 def _retry_after(headers: Any) -> float | None:
