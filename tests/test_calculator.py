@@ -210,12 +210,13 @@ HOSTILE = [
 
 @pytest.mark.parametrize("expression, message", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
 def test_hostile_expressions_are_refused_quickly(expression, message):
-    start = time.perf_counter()
+    start = time.thread_time()  # this thread's CPU: a busy machine does not make it fail
     with pytest.raises(CalculationError) as e:
         evaluate(expression)
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert message in str(e.value)
-    assert elapsed < 0.05, f"{elapsed * 1000:.1f} ms to refuse {expression[:40]!r}"
+    # refused before computing: 9**9**9 computed would take minutes, refused takes ~1 ms
+    assert elapsed < 0.5, f"{elapsed * 1000:.1f} ms of CPU to refuse {expression[:40]!r}"
 
 
 def call_at_depth(headroom: int, fn, *args):
