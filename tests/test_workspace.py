@@ -139,6 +139,33 @@ def test_a_replaced_file_keeps_its_mode(tmp_path):
     assert os.stat(tmp_path / "run.sh").st_mode & 0o777 == 0o755
 
 
+def test_a_module_fixed_within_the_second_runs_as_fixed_not_from_its_stale_bytecode(tmp_path):
+    # Python trusts a .pyc whose source mtime (whole seconds) and size match: a fix of the same
+    # length, written in the second the buggy code ran, would be ignored by the next run.
+    ws = Workspace(tmp_path, sandbox=False)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def add_1_2() -> str:
+        return subprocess.run([sys.executable, "-c", "import calc; print(calc.add(1, 2))"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    ws.write_file("calc.py", "def add(a, b):\n    return a - b\n")
+    assert add_1_2() == "-1"
+    assert list((tmp_path / "__pycache__").glob("calc.*.pyc"))  # the buggy code's bytecode
+    first = (tmp_path / "calc.py").stat().st_mtime_ns
+
+    def same_second() -> None:  # as a quick fix gets it; the test does not wait on the clock
+        os.utime(tmp_path / "calc.py", ns=(first, first))
+
+    ws.edit_file("calc.py", "a - b", "a + b")  # the same size
+    same_second()
+    assert add_1_2() == "3"
+    ws.write_file("calc.py", "def add(a, b):\n    return a * b\n")
+    same_second()
+    assert add_1_2() == "2"
+
+
 # -- atomic writes -------------------------------------------------------------------------------
 @pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named-temp"])
 def test_a_failure_between_write_and_rename_leaves_the_old_file_and_no_debris(tmp_path, monkeypatch,

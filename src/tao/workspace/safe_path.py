@@ -193,9 +193,33 @@ def write_atomic(root: str, parts: list[str], data: bytes, *, owner: int | None 
             _replace(dfd, name, data, old, owner, unnamed=True)
         except OSError as e:
             raise Refused("os_error", path=where, error=e.strerror or str(e)) from None
+        if old is not None and name.endswith(".py"):
+            _drop_bytecode(dfd, name[:-3])
     finally:
         os.close(dfd)
     return old is None
+
+
+def _drop_bytecode(dfd: int, stem: str) -> None:
+    """Remove ``__pycache__/STEM.*.pyc`` beside a rewritten module. Python (and pytest's
+    assertion rewriting) trust a .pyc whose recorded source mtime (whole seconds) and size
+    match: a fix of the same length written within the second the old code ran would be
+    silently ignored by the next ``pytest``. Best effort: a cache left behind is harmless
+    when its key no longer matches."""
+    try:
+        cache = os.open("__pycache__", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        dir_fd=dfd)
+    except OSError:
+        return
+    try:
+        for entry in os.listdir(cache):
+            if entry.startswith(stem + ".") and entry.endswith(".pyc"):
+                try:
+                    os.unlink(entry, dir_fd=cache)
+                except OSError:
+                    pass
+    finally:
+        os.close(cache)
 
 
 def _replace(dfd: int, name: str, data: bytes, old: os.stat_result | None, owner: int | None,
