@@ -5,7 +5,9 @@ Twelve questions of general knowledge and translation, six zh and six en
 built-in calculators. A good agent answers them right and calls no tool. Prints each answer,
 its tool calls and seconds, then the totals.
 
-    python benchmarks/general_knowledge.py [--model local-1.5b] [--out FILE]
+    python benchmarks/general_knowledge.py [--model local-1.5b] [--data FILE] [--out FILE]
+
+``--data``: another set of the same form (one ``{"q": ..., "a": [accepted substrings]}`` a line).
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="local-1.5b")
     ap.add_argument("--agent", default="react")
+    ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--out")
     args = ap.parse_args()
     model = resolve_model(args.model)
     rows = []
     print("| question | answer | right | tool calls | s |")
     print("|---|---|---|---|---|")
-    for line in DATA.read_text(encoding="utf-8").splitlines():
+    for line in Path(args.data).read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
         start = time.perf_counter()
         result = build_agent(AgentSpec(args.agent), model).run(item["q"])

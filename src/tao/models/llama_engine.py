@@ -139,6 +139,37 @@ def generate(llm: Any, wire: list[dict[str, str]], *, max_tokens: int, temperatu
             "finish": finish}
 
 
+def first_token(llm: Any, wire: list[dict[str, Any]], texts: Sequence[str],
+                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """How likely the reply to ``wire`` is to start with each of ``texts`` (each one's first
+    token): the prompt is evaluated as ``generate`` would, and left in the context, so a
+    ``generate`` on the same prompt right after evaluates nothing again."""
+    import llama_cpp
+    import numpy as np
+
+    tokens, cuts = prompt_tokens(llm, wire, tools)
+    if len(tokens) >= llm.n_ctx():
+        raise LocalModelError(f"prompt of {len(tokens)} tokens exceeds n_ctx {llm.n_ctx()}")
+    with llm.tao_lock:
+        _prime(llm, tokens, cuts)
+        llm.tao_last = None
+        held = min(_common(llm.input_ids[:llm.n_tokens], tokens), len(tokens) - 1)
+        llm.n_tokens = held
+        llm.eval(tokens[held:])
+        row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)  # the last token's
+        logits = np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).astype(np.float64)
+        llm.tao_last = tokens
+    top = float(logits.max())
+    probs = np.exp(logits - top)
+    probs /= probs.sum()
+    ids = {t: _tokenize_text(llm, t)[0] for t in texts}
+    return {"p": {t: float(probs[i]) for t, i in ids.items()}, "prompt_tokens": len(tokens)}
+
+
+def _tokenize_text(llm: Any, text: str) -> list[int]:
+    return llm.tokenize(text.encode(), add_bos=False, special=True)
+
+
 def prompt_tokens(llm: Any, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
                   ) -> tuple[list[int], list[int]]:
     """The prompt's tokens and the lengths of its prefixes that end where a user message
@@ -284,6 +315,8 @@ def handle(llm: Any, op: str, req: dict[str, Any], emit: Callable[[str], None],
                         grammar=req.get("grammar"), response_format=req.get("response_format"),
                         seed=req.get("seed"), emit=emit, cancelled=cancelled,
                         tools=req.get("tools"))
+    if op == "first_token":
+        return first_token(llm, req["wire"], req["texts"], req.get("tools"))
     if op == "render":
         return render(llm, req["wire"], req.get("tools"))
     if op == "count":
