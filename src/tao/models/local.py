@@ -211,7 +211,8 @@ class LocalModel(Model):
         wire = self._wire(messages, tools, schema)
         engine = self.engine()
         if tools:  # a typed result (response_format's schema) is the final answer's own rule
-            fits = native or await asyncio.to_thread(self._tool_fits, engine, messages, tools)
+            fits = native or not (self.tool_gate and tool_gate.asks(messages)) or \
+                await asyncio.to_thread(self._tool_fits, engine, messages, tools)
             grammar = (grammars.native_tools_grammar(tools) if native else
                        grammars.action_grammar(tools if fits else [], answer_schema=schema))
             response_format = None
@@ -254,11 +255,9 @@ class LocalModel(Model):
 
     def _tool_fits(self, engine: Any, messages: Sequence[Message],
                    tools: Sequence[ToolSpec]) -> bool:
-        """False only when the model, asked whether a tool fits the user's message
-        (``tool_gate``), says yes less likely than ``self.tool_gate``. After a tool's result
-        the JSON object's own choice stands, as it always has."""
-        if not self.tool_gate or not tool_gate.asks(messages):
-            return True
+        """Whether the model, asked if a tool fits the user's message (``tool_gate``), says
+        yes at least as likely as ``self.tool_gate``. Asked only before a reply to a user's
+        message: after a tool's result the JSON object's own choice stands, as it always has."""
         p = tool_gate.p_yes(engine.call("first_token", {"wire": tool_gate.wire(messages, tools),
                                                         "texts": [*tool_gate.YES, *tool_gate.NO]}))
         self.gate_log.append(p)
