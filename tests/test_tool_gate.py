@@ -100,6 +100,9 @@ def test_the_gate_is_a_setting_with_a_clear_error(model, monkeypatch):
     assert model(0.5, ANSWER)[0].tool_gate == 0.5
     with pytest.raises(ValueError, match="tool_gate is a probability"):
         model(0.5, ANSWER, tool_gate=1.5)
+    monkeypatch.setenv("TAO_LOCAL_TOOL_GATE", "high")
+    with pytest.raises(ValueError, match="TAO_LOCAL_TOOL_GATE is a probability.*'high'"):
+        model(0.5, ANSWER)
 
 
 def test_the_question_is_asked_in_the_users_language():

@@ -98,8 +98,12 @@ class LocalModel(Model):
         #: of them fits (``tool_gate``); below this P("yes") it may only answer. 0: never asked.
         #: Default ``$TAO_LOCAL_TOOL_GATE``, else the model's entry in ``TOOL_GATES``
         env = os.environ.get("TAO_LOCAL_TOOL_GATE", "").strip()
-        gate = tool_gate if tool_gate is not None else float(env) if env else \
-            TOOL_GATES.get(self.name if path is None else "", 0.0)
+        try:
+            gate = tool_gate if tool_gate is not None else float(env) if env else \
+                TOOL_GATES.get(self.name if path is None else "", 0.0)
+        except ValueError:
+            raise ValueError(f"TAO_LOCAL_TOOL_GATE is a probability between 0 and 1, "
+                             f"not {env!r}") from None
         if not 0 <= gate <= 1:
             raise ValueError(f"tool_gate is a probability between 0 and 1, not {gate}")
         self.tool_gate = gate
