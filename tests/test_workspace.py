@@ -325,7 +325,7 @@ def test_sandbox_choice_is_checked_at_once(tmp_path):
     if backend_problem("docker") is not None:
         with pytest.raises(SandboxUnavailable, match="sandbox=False"):
             Workspace(tmp_path, sandbox="docker")
-    assert Workspace(tmp_path, sandbox=False).names == ["write_file", "read_file", "list_dir",
+    assert Workspace(tmp_path, sandbox=False).names == ["write_file", "append_file", "read_file", "list_dir",
                                                         "edit_file"]
 
 
@@ -333,7 +333,7 @@ def test_a_workspace_combines_with_other_tools(tmp_path):
     ws = Workspace(tmp_path, sandbox=False)
     for tools in ([*ws, calculator], Toolbox([ws, calculator])):
         agent = ReActAgent(ScriptedModel([]), tools=tools)
-        assert agent.toolbox.names == ["write_file", "read_file", "list_dir", "edit_file",
+        assert agent.toolbox.names == ["write_file", "append_file", "read_file", "list_dir", "edit_file",
                                        "calculator"]
     box = Toolbox([ws, calculator])
     assert run(box, "write_file", path="a.txt", content="1").content == "wrote a.txt (1 characters)"

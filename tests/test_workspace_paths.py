@@ -21,7 +21,7 @@ from tao.workspace import Workspace
 from sandbox_backends import skip_mark
 
 needs_bwrap = skip_mark("bwrap") or (lambda f: f)
-TOOLS = ("write_file", "read_file", "list_dir", "edit_file")
+TOOLS = ("write_file", "append_file", "read_file", "list_dir", "edit_file")
 
 
 @pytest.fixture
@@ -36,7 +36,8 @@ def call(ws, name, **arguments):
 
 
 def args_for(name, path):
-    return {"write_file": {"path": path, "content": "pwned"}, "read_file": {"path": path},
+    return {"write_file": {"path": path, "content": "pwned"},
+            "append_file": {"path": path, "content": "pwned"}, "read_file": {"path": path},
             "list_dir": {"path": path}, "edit_file": {"path": path, "old": "a", "new": "b"}}[name]
 
 

@@ -105,11 +105,14 @@ def bracketed(text: str, start: int, multiline: bool) -> tuple[str, int] | None:
 @dataclass(frozen=True, slots=True)
 class Block:
     """A fenced block: its text (the lines between the fences, joined by newlines, as the seed
-    reads it), or ``None`` when the reply ended before the closing fence; ``lines`` it held."""
+    reads it), or ``None`` when the reply ended before the closing fence; ``lines`` it held.
+    Of a block the reply never closed, ``complete`` holds the lines before its last one (which
+    the length limit may have cut mid-way): what a file writer can keep and carry on from."""
 
     content: str | None
     lines: int
     language: str = ""
+    complete: str | None = None
 
 
 def find_block(text: str, pos: int, label: Callable[[str], tuple[str, int] | None], *,
@@ -149,4 +152,4 @@ def _body(lines: list[str], fence: str, language: str) -> Block:
     if body and body[-1].rstrip().endswith(fence) and body[-1].strip() != fence:
         body[-1] = body[-1].rstrip()[: -n]  # `}```` at the very end: the fence on the last code line
         return Block("\n".join(body), len(body), language)
-    return Block(None, len(body), language)
+    return Block(None, len(body), language, "\n".join(body[:-1]) if len(body) > 1 else None)

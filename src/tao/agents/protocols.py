@@ -83,6 +83,7 @@ class TextProtocol(_Shapes):
     def __init__(self) -> None:
         super().__init__()
         self._ids = 0
+        self._notes: dict[str, str] = {}  # a cut block's call: what its observation adds
 
     def block_tool(self, toolbox: Toolbox) -> str | None:
         """The first tool written as seed 002's ``name【arg】`` + block; ``None``: seed 001's form."""
@@ -133,6 +134,15 @@ class TextProtocol(_Shapes):
         if isinstance(parsed, ParsedFinal):
             return Step(kept, parsed.thought, final=parsed.answer)
         texts = prompts.table("text_protocol")[lang]
+        if (cut := self._cut(parsed, toolbox)) is not None:
+            self._ids += 1
+            call = ToolCall(f"text_{self._ids}", cut.tool, cut.arguments)
+            kept_lines = cut.arguments[parsed.values["param"]].split("\n")
+            self._notes[call.id] = prompts.render(
+                texts["cut_block"], tool=cut.tool, arg=parsed.values.get("arg", ""),
+                lines=str(len(kept_lines)), last=kept_lines[-1][:160],
+                then=toolbox[cut.tool].continued_by or "")
+            return Step(kept, parsed.thought, [call])
         detail = prompts.render(texts[parsed.reason], **parsed.values)
         block = self.block_tool(toolbox)
         template = texts["unparsable"] if block is None else texts["unparsable_block"]
@@ -143,7 +153,20 @@ class TextProtocol(_Shapes):
 
     def observation(self, call: ToolCall, result: ToolResult, lang: str) -> Message:
         texts = prompts.table("text_protocol")[lang]
-        return Message.user(prompts.render(texts["observation"], content=result.content))
+        note = self._notes.pop(call.id, "")
+        content = f"{note}\n{result.content}" if note and not result.is_error else result.content
+        return Message.user(prompts.render(texts["observation"], content=content))
+
+    @staticmethod
+    def _cut(parsed: ParseFailure, toolbox: Toolbox) -> ParsedAction | None:
+        """The complete lines of a block the reply never closed, as a call, where the tool has
+        one that carries on its text (``Tool.continued_by``): kept, not thrown away, so a file
+        longer than one reply is written in parts instead of cut again at the same place."""
+        partial = parsed.partial
+        if partial is None or partial.tool not in toolbox:
+            return None
+        then = toolbox[partial.tool].continued_by
+        return partial if then is not None and then in toolbox else None
 
 
 class JsonProtocol(_Shapes):

@@ -75,6 +75,9 @@ class ParseFailure:
     reason: str  # a key of prompts/text_protocol.toml: empty, no_action, no_input, ...
     values: dict[str, str] = field(default_factory=dict)
     thought: str = ""
+    #: ``unclosed_block``: the action with the block's complete lines only, for a tool that can
+    #: carry on where a reply was cut (``Tool.continued_by``); the protocol decides
+    partial: ParsedAction | None = None
 
 
 Parsed = ParsedAction | ParsedFinal | ParseFailure
@@ -239,8 +242,10 @@ def _with_block(name: str, shape: ToolParams, inside: str, opener: str, text: st
             return ParseFailure("missing_block", {"tool": name, "arg": arg, "param": param}, thought)
         return ParsedAction(name, given, thought)
     if block.content is None:
-        return ParseFailure("unclosed_block", {"tool": name, "arg": arg, "lines": str(block.lines)},
-                            thought)
+        partial = None if block.complete is None else \
+            ParsedAction(name, {**given, param: block.complete}, thought)
+        return ParseFailure("unclosed_block", {"tool": name, "arg": arg, "lines": str(block.lines),
+                                               "param": param}, thought, partial)
     return ParsedAction(name, {**given, param: block.content}, thought)
 
 

@@ -57,6 +57,10 @@ class Tool:
     (argument names whose values never reach the audit log). The run journal (``tao.runs``)
     reads ``side_effects`` (``False``: safe to run again after a crash) and ``idempotent``
     (it dedupes by ``tao.runs.idempotency_key()``, so a resumed run may call it again).
+    ``continued_by`` names the tool that carries on this one's long text (``write_file`` ->
+    ``append_file``): when a reply in the text protocol ends inside the block, its complete
+    lines are still sent, and the model is told to go on with that tool, instead of the whole
+    text being dropped and written again (and cut again) from the start.
     """
 
     name: str = ""
@@ -69,6 +73,7 @@ class Tool:
     secret: tuple[str, ...] = ()
     side_effects: bool = True
     idempotent: bool = False
+    continued_by: str | None = None
 
     def run(self, **kwargs: Any) -> Any:  # pragma: no cover - subclasses override
         raise NotImplementedError(f"tool {self.name!r} does not implement run()")

@@ -12,7 +12,8 @@ from .context import context_parameter
 
 #: the guardrails' marks a tool may carry (``tao.guard``); see ``Tool``
 _MARKS = ("requires_approval", "high_risk", "untrusted_output", "secret", "side_effects",
-          "idempotent")  # the last two: the run journal's (tao.runs)
+          "idempotent",  # these two: the run journal's (tao.runs)
+          "continued_by")  # the text protocol's: see ``Tool.continued_by``
 
 
 class FunctionTool(Tool):

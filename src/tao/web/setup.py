@@ -85,7 +85,8 @@ def tool_set(name: str) -> list[Any]:
 
 
 #: what the workspace set (and every coding run) gives; a test holds it to ``Workspace``'s own
-WORKSPACE_TOOLS = ("write_file", "read_file", "list_dir", "edit_file", "run_command")
+WORKSPACE_TOOLS = ("write_file", "append_file", "read_file", "list_dir", "edit_file",
+                   "run_command")
 
 
 def mcp_specs() -> list[str]:

@@ -91,7 +91,8 @@ class Workspace(Toolbox):
         self.foreign = not trusted and any(True for _ in os.scandir(self.root))
         self._wrote: dict[str, str] = {}  # path -> SHA-256 of what write_file/edit_file left
         self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
-        tools = [FunctionTool(self.write_file),
+        tools = [FunctionTool(self.write_file, continued_by="append_file"),
+                 FunctionTool(self.append_file, continued_by="append_file"),
                  FunctionTool(self.read_file, untrusted_output=self._untrusted_read),
                  FunctionTool(self.list_dir), FunctionTool(self.edit_file)]
         #: the sandbox backend run_command uses (``None``: no run_command)
@@ -127,6 +128,42 @@ class Workspace(Toolbox):
             self._wrote["/".join(parts)] = _sha(data)
             return self._say("wrote", path="/".join(parts), chars=len(content)) + \
                 self._page_note("/".join(parts))
+
+    def append_file(self, path: str, content: str) -> str:
+        """Add lines at the end of a file in the workspace (made if missing): how a file too long
+        for one reply is written, one part after another.
+
+        Args:
+            path: a path relative to the workspace
+            content: the lines that come after the file's last line
+        """
+        with self._refusals():
+            parts = safe_path.parts_of(path)
+            where = "/".join(parts)
+            if not content:
+                raise Refused("append_empty", path=where)
+            try:
+                data = content.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise Refused("bad_content", index=e.start + 1) from None
+            if len(data) > self.max_write_bytes:
+                raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
+            try:
+                old = self._read(parts)
+            except Refused as e:
+                if e.key != "not_found":
+                    raise
+                old = b""
+            if old and not old.endswith(b"\n"):  # the parts are lines: a part starts on its own
+                old += b"\n"
+            ours = not old or self._wrote.get(where) in (_sha(old), _sha(old[:-1]))
+            safe_path.write_atomic(str(self.root), parts, old + data, owner=self._owner,
+                                   made=self._count)
+            if ours:  # a file the tools wrote (or made here) stays theirs
+                self._wrote[where] = _sha(old + data)
+            total = (old + data).count(b"\n") + (not data.endswith(b"\n"))
+            return self._say("appended", path=where, lines=content.count("\n") + 1,
+                             total=total) + self._page_note(where)
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
         """Read a text file in the workspace, a window of lines at a time.

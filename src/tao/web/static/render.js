@@ -8,7 +8,7 @@ import { highlightPython } from "./highlight.js";
 import { label, onLangChange, status } from "./i18n.js";
 import { approvalCard, el, files, json, markDecided, stats } from "./cards.js";
 
-const WORKSPACE_TOOLS = /^(write_file|edit_file|apply_patch|delete_file|run_command|run|make_dir)/;
+const WORKSPACE_TOOLS = /^(write_file|append_file|edit_file|apply_patch|delete_file|run_command|run|make_dir)/;
 
 export class RunView {
   constructor(root, { runId, agent = "", interactive = true, onError } = {}) {

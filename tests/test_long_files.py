@@ -1,0 +1,111 @@
+"""A file longer than one reply: written in parts, never cut silently (issue 27, point 4).
+
+When the model's reply ends inside a ``write_file`` block (the length limit), the complete lines
+it got are written and the model is told where it stopped, so it carries on with
+``append_file`` instead of writing the whole file again and being cut at the same place."""
+
+import asyncio
+
+from tao import ReActAgent, ScriptedModel
+from tao.agents.protocols import TextProtocol
+from tao.agents.text_parser import ParseFailure, parse_reply
+from tao.events import Observation
+from tao.messages import Message, ToolCall
+from tao.tools.base import Toolbox
+from tao.workspace import Workspace
+
+HEAD = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - "  # cut mid-line
+TAIL = "    return a - b\n\nprint(add(2, 3), sub(5, 1))"
+
+
+def test_a_file_cut_by_the_length_limit_is_finished_with_append_file(tmp_path):
+    replies = [
+        "Thought: write the module\nAction: write_file【calc.py】\n```python\n" + HEAD,
+        "Thought: go on after the cut\nAction: append_file【calc.py】\n```python\n" + TAIL + "\n```",
+        "Thought: done\nAction: Finish【calc.py is written】",
+    ]
+    model = ScriptedModel(replies)
+    result = ReActAgent(model, Workspace(tmp_path, sandbox=False), protocol="text",
+                        language="en").run("Write calc.py")
+
+    assert result.status == "done" and result.tool_calls == 2
+    assert (tmp_path / "calc.py").read_text() == \
+        "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n" + TAIL  # the cut line redone
+    first = model.calls[1][-1].content  # what the model was told after the cut
+    assert "only the block's first 4 lines were written" in first
+    assert "The last line written is: def sub(a, b):" in first
+    assert "go on with append_file【calc.py】" in first
+    assert first.endswith("wrote calc.py (47 characters)")  # the tool's own line follows
+
+
+def test_the_model_is_told_in_chinese_too(tmp_path):
+    replies = ["Action: write_file【a.txt】\n```\n第一行\n第二行\n第三", "Action: Finish【好了】"]
+    model = ScriptedModel(replies)
+    ReActAgent(model, Workspace(tmp_path, sandbox=False, language="zh"),
+               protocol="text", language="zh").run("写 a.txt")
+    said = model.calls[1][-1].content
+    assert "只写入了前 2 行" in said and "写入的最后一行是：第二行" in said
+    assert "append_file【a.txt】" in said
+    assert (tmp_path / "a.txt").read_text() == "第一行\n第二行"
+
+
+def test_a_block_cut_in_its_first_line_writes_nothing(tmp_path):
+    replies = ["Action: write_file【a.txt】\n```\nonly a start", "Action: Finish【x】"]
+    events = []
+    ReActAgent(ScriptedModel(replies), Workspace(tmp_path, sandbox=False), protocol="text",
+               language="en").run("write a.txt", sinks=[events.append])
+    assert not (tmp_path / "a.txt").exists()
+    said = [e.content for e in events if type(e) is Observation]
+    assert not said  # a correction, not a tool's observation: nothing ran
+
+
+def test_a_tool_that_cannot_carry_on_keeps_the_old_rule(tmp_path):
+    """Without ``continued_by`` (a user's own writer), a cut block is still never run half."""
+    from tao import tool
+
+    written = {}
+
+    @tool
+    def write_file(path: str, content: str) -> str:
+        """Write a file."""
+        written[path] = content
+        return "ok"
+
+    box = Toolbox([write_file])
+    protocol = TextProtocol()
+    reply = Message.assistant("Action: write_file【a.txt】\n```\none\ntwo\nthr")
+    step = protocol.read(reply, "en", box)
+    assert step.calls == [] and "nothing was written" in step.error
+    assert written == {}
+
+
+def test_the_parser_keeps_the_complete_lines_for_the_protocol_to_decide():
+    from tao.agents.blocks import ToolParams
+
+    shapes = {"write_file": ToolParams.of({"properties": {"path": {"type": "string"},
+                                                          "content": {"type": "string"}},
+                                           "required": ["path", "content"]})}
+    parsed = parse_reply("Action: write_file【a.txt】\n```\none\ntwo\nthr", shapes)
+    assert isinstance(parsed, ParseFailure) and parsed.reason == "unclosed_block"
+    assert parsed.partial.arguments == {"path": "a.txt", "content": "one\ntwo"}
+
+
+def test_append_file_adds_lines_and_makes_a_missing_file(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+
+    def call(name, **arguments):
+        return asyncio.run(ws.execute(ToolCall("c", name, arguments)))
+
+    assert call("append_file", path="notes/a.txt", content="one").content == \
+        "appended 1 lines to notes/a.txt (now 1 lines)"
+    assert call("append_file", path="notes/a.txt", content="two\nthree").content == \
+        "appended 2 lines to notes/a.txt (now 3 lines)"
+    assert (tmp_path / "notes" / "a.txt").read_text() == "one\ntwo\nthree"
+    empty = call("append_file", path="notes/a.txt", content="")
+    assert empty.is_error and "empty" in empty.content
+    outside = call("append_file", path="../x.txt", content="pwned")
+    assert outside.is_error and not (tmp_path.parent / "x.txt").exists()
+    # what the tools wrote stays trusted when read back (the guard's view)
+    assert ws._read_ours == {} and call("read_file", path="notes/a.txt").content.startswith(
+        "notes/a.txt: lines 1-3 of 3")
+    assert ws._read_ours == {"notes/a.txt": True}
