@@ -109,3 +109,47 @@ def test_append_file_adds_lines_and_makes_a_missing_file(tmp_path):
     assert ws._read_ours == {} and call("read_file", path="notes/a.txt").content.startswith(
         "notes/a.txt: lines 1-3 of 3")
     assert ws._read_ours == {"notes/a.txt": True}
+
+
+# -- Finish after the code ran (issue 27, point 1) -------------------------------------------------
+
+def test_a_coder_that_never_ran_its_python_gets_one_reminder(tmp_path):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【add.py】\n```python\nprint(1 + 1)\n```",
+               "Action: Finish【add.py prints 2】",  # not run: reminded
+               "Action: run_command【python3 add.py】",
+               "Action: Finish【add.py prints 2】"]
+    model = ScriptedModel(replies)
+    with Workspace(tmp_path, sandbox="subprocess") as ws:
+        result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write add.py")
+    assert result.status == "done" and result.turns == 4
+    reminder = model.calls[2][-1].content
+    assert "add.py were written but never run" in reminder and "python3 add.py" in reminder
+    assert "2" in model.calls[3][-1].content  # the command's output came back
+
+
+def test_the_reminder_is_said_once_and_names_pytest_for_tests(tmp_path):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【test_add.py】\n```python\ndef test_add():\n    assert 1 + 1 == 2\n```",
+               "Action: Finish【done】", "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(tmp_path, sandbox="subprocess", language="zh") as ws:
+        result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("写测试")
+    assert result.status == "done" and result.turns == 3 and result.answer == "done"
+    assert "还不能结束" in model.calls[2][-1].content
+    assert "python3 -m pytest -q" in model.calls[2][-1].content
+
+
+def test_an_answer_check_is_a_hook_any_agent_takes():
+    from tao import CodeActAgent
+
+    agent = CodeActAgent(ScriptedModel(["<solution>41</solution>", "<solution>42</solution>"]))
+
+    @agent.answer_check
+    def sure(answer, lang):
+        return None if answer == "42" else f"Check {answer} again."
+
+    result = agent.run("What is 6 * 7?")
+    assert result.answer == "42" and result.turns == 2

@@ -15,6 +15,8 @@ from ..result import Result, Status  # noqa: F401 - the loops and users import t
 from .options import RunOptions
 
 Sink = Callable[[Event], Any]
+#: ``check(answer, lang)``: a reminder for the model, or ``None`` (``Agent.answer_check``)
+AnswerCheck = Callable[[str, str], "str | None"]
 
 
 def make_guard(options: dict[str, Any], agent: type | None = None) -> Any:
@@ -181,6 +183,16 @@ class Agent:
             raise ValueError(f"output_retries must be 0 or more, not {output_retries!r}")
         self.output = Output.of(output_type)
         self.output_type, self.output_retries = output_type, output_retries
+
+    answer_checks: tuple[AnswerCheck, ...] = ()
+
+    def answer_check(self, check: AnswerCheck) -> AnswerCheck:
+        """Register ``check(answer, lang)``, run when the model gives its final answer: what it
+        returns (a reminder: "you wrote tests but never ran them") goes back to the model and
+        the run goes on; ``None`` lets the answer stand. Each check speaks at most once a run,
+        so a model that answers the same again is not held forever. Usable as a decorator."""
+        self.answer_checks = (*self.answer_checks, check)
+        return check
 
     handoffs: Mapping[str, Any] = MappingProxyType({})  # transfer tool name -> Handoff
 

@@ -57,6 +57,8 @@ class LoopContext:
         self.handoff: tuple[Any, str] | None = None
         self.retries_left: int = getattr(agent, "output_retries", OUTPUT_RETRIES)
         self.value: Any = None
+        #: the agent's answer checks (``Agent.answer_check``) that have not spoken yet
+        self.checks_left: list[Any] = list(getattr(agent, "answer_checks", ()))
 
     async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
         """One model call as events (text as it streams, retries said); its reply is
@@ -128,18 +130,27 @@ class LoopContext:
         """The final answer against the run's ``output_type``: None when it holds (the value is
         ``self.value``), else the correction to send back to the model. ``value``: the object
         the code gave (CodeAct's ``final_answer(obj)``). Raises ``OutputError`` once
-        ``output_retries`` corrections have been sent."""
+        ``output_retries`` corrections have been sent. Then the agent's answer checks
+        (``Agent.answer_check``): each may send one reminder a run; after it, the answer stands."""
         if self.output is None:
-            return None
+            return self._reminder(answer)
         try:
             self.value = (self.output.validate(value) if has_value else
                           self.output.parse(answer))
-            return None
+            return self._reminder(answer)
         except OutputError as e:
             if self.retries_left <= 0:
                 raise
             self.retries_left -= 1
             return self.output.correction(e, self.lang)
+
+    def _reminder(self, answer: str) -> str | None:
+        for check in list(self.checks_left):
+            note = check(answer, self.lang)
+            if note:
+                self.checks_left.remove(check)
+                return str(note)
+        return None
 
     def code_door(self) -> Reported:
         """The tool door as model-written code reaches it (CodeAct's sandbox bridge): each

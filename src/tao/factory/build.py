@@ -127,7 +127,8 @@ def _calculators() -> list[Any]:
 def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) -> Any:
     """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
     ``run_command`` matching ``DANGEROUS`` needs approval, and so does what
-    ``require_approval`` adds."""
+    ``require_approval`` adds. A Finish with Python files never run gets one reminder to run
+    them (``Workspace.unrun_check``)."""
     from ..agents.react import ReActAgent
     from ..guard.policy import any_of, matches
 
@@ -135,8 +136,11 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
     rules: dict[str, Any] = {"run_command": matches(DANGEROUS, "command")}
     for name, rule in (names if isinstance(names, dict) else dict.fromkeys(names, True)).items():
         rules[name] = any_of(rules.get(name, False), rule)  # a rule given adds to the built-in
-    return ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
-                      system_prompt=coder_prompt(workspace), require_approval=rules, **options)
+    agent = ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
+                       system_prompt=coder_prompt(workspace), require_approval=rules, **options)
+    if hasattr(workspace, "unrun_check"):
+        agent.answer_check(workspace.unrun_check)
+    return agent
 
 
 def coder_prompt(workspace: Any) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ def _sha(data: bytes) -> str:
 
 
 _WEB = (".html", ".htm", ".js", ".mjs", ".css")
+#: a command that runs Python code (a script, a module, its tests): the check a coder owes
+_RUNS_PYTHON = re.compile(r"\b(python[0-9.]*|pytest)\b")
 
 
 class WorkspaceError(ValueError):
@@ -91,6 +94,7 @@ class Workspace(Toolbox):
         self.foreign = not trusted and any(True for _ in os.scandir(self.root))
         self._wrote: dict[str, str] = {}  # path -> SHA-256 of what write_file/edit_file left
         self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
+        self._unrun: dict[str, None] = {}  # Python files written since a command last ran Python
         tools = [FunctionTool(self.write_file, continued_by="append_file"),
                  FunctionTool(self.append_file, continued_by="append_file"),
                  FunctionTool(self.read_file, untrusted_output=self._untrusted_read),
@@ -126,6 +130,7 @@ class Workspace(Toolbox):
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
             self._wrote["/".join(parts)] = _sha(data)
+            self._written("/".join(parts))
             return self._say("wrote", path="/".join(parts), chars=len(content)) + \
                 self._page_note("/".join(parts))
 
@@ -161,6 +166,7 @@ class Workspace(Toolbox):
                                    made=self._count)
             if ours:  # a file the tools wrote (or made here) stays theirs
                 self._wrote[where] = _sha(old + data)
+            self._written(where)
             total = (old + data).count(b"\n") + (not data.endswith(b"\n"))
             return self._say("appended", path=where, lines=content.count("\n") + 1,
                              total=total) + self._page_note(where)
@@ -274,6 +280,7 @@ class Workspace(Toolbox):
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner)
             if self._wrote.get(where) == _sha(text.encode("utf-8")):  # ours before: still ours
                 self._wrote[where] = _sha(data)
+            self._written(where)
             return self._say("edited", path=where, line=text.count("\n", 0, at[0]) + 1,
                              chars=len(changed)) + self._page_note(where)
 
@@ -300,7 +307,20 @@ class Workspace(Toolbox):
             if not 1 <= timeout <= self.max_timeout:
                 raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
         assert self._commands is not None  # the tool exists only with a sandbox
+        if _RUNS_PYTHON.search(command):
+            self._unrun.clear()
         return await self._commands.run(command, timeout)
+
+    def unrun_check(self, answer: str, lang: str) -> str | None:
+        """An answer check (``Agent.answer_check``) for a coding agent: Python files written
+        since a command last ran Python get one reminder to run them (or their tests) before
+        the task is called done - the coder's own check, the one a user would make first."""
+        if self._commands is None or not self._unrun:
+            return None
+        files = list(self._unrun)
+        tests = [f for f in files if f.rsplit("/", 1)[-1].startswith("test")]
+        how = "python3 -m pytest -q" if tests else f"python3 {files[-1]}"
+        return self._say("finish_unrun", files=", ".join(files[:5]), how=how)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def close(self) -> None:
@@ -368,6 +388,10 @@ class Workspace(Toolbox):
 
     def _read(self, parts: list[str]) -> bytes:
         return safe_path.read_bytes(str(self.root), parts, self.max_read_bytes)
+
+    def _written(self, path: str) -> None:
+        if path.endswith(".py"):
+            self._unrun[path] = None
 
     def _count(self, path: str) -> None:
         """Told before the tools make a file or folder: the cap, and whom to give it to later."""
