@@ -35,6 +35,7 @@ SNAKE_REPLIES = [
     write("index.html", "html", INDEX, "先写页面骨架"),
     write("style.css", "css", STYLE, "再写样式"),
     write("game.js", "javascript", GAME, "最后写游戏逻辑"),
+    "Thought: 像玩家一样按方向键试一下\nAction: try_page【index.html】\n```\npress ArrowUp\n```",
     "Thought: 三个文件都写好了\nAction: Finish【已生成贪吃蛇游戏，共 3 个文件】",
 ]
 runner = CliRunner()
@@ -71,12 +72,12 @@ def test_the_snake_game_written_file_by_file(use_model, workdir):
     assert (ws / "index.html").read_text() == INDEX
     assert (ws / "style.css").read_text() == STYLE and (ws / "game.js").read_text() == GAME
     out = res.stdout
-    for n in (1, 2, 3, 4):
+    for n in (1, 2, 3, 4, 5):
         assert f"第 {n} 轮" in out
     assert "Action: write_file【game.js】\n```javascript\nconst snake" in out  # the reply, as streamed
     assert f"Observation: 文件 index.html 写入成功（{len(INDEX)} 字符）" in out
     assert "最终答案：已生成贪吃蛇游戏，共 3 个文件" in out
-    assert "完成：4 轮，3 次工具调用" in out
+    assert "完成：5 轮，4 次工具调用" in out
     listing = out[out.index(f"{ws} 中的文件（3 个）："):]
     sizes = {p: len(t.encode()) for p, t in (("index.html", INDEX), ("style.css", STYLE), ("game.js", GAME))}
     for line in listing.splitlines()[1:4]:
@@ -220,7 +221,7 @@ def test_a_page_that_throws_is_told_to_the_model_which_writes_it_again(use_model
                    "\nsetInterval(() => snake.push(nextHead()), 100);"
     model = ScriptedModel([*SNAKE_REPLIES[:2], write("game.js", "javascript", broken, "写游戏逻辑"),
                            write("game.js", "javascript", fixed, "nextHead 没有定义，补上"),
-                           SNAKE_REPLIES[3]])
+                           *SNAKE_REPLIES[3:]])
     use_model(model)
     res = runner.invoke(cli.app, ["code", SNAKE, "--sandbox", "none"])
     assert res.exit_code == 0, res.output
@@ -229,6 +230,6 @@ def test_a_page_that_throws_is_told_to_the_model_which_writes_it_again(use_model
     assert told in res.stdout  # on the console, under the write's observation
     assert told in model.calls[3][-1].content  # and to the model, before it wrote game.js again
     assert (workdir / "workspace" / "game.js").read_text() == fixed
-    assert "在无头浏览器里打开 index.html，没有报错。如果任务要的文件都已写好，就调用 Finish 结束" in \
+    assert "在无头浏览器里打开 index.html，没有报错。文件都写好后，用 try_page 像用户那样操作一遍（点击按钮、输入内容），页面显示正确就调用 Finish 结束" in \
         model.calls[4][-1].content  # the page works: the model is told it may finish
-    assert "完成：5 轮，4 次工具调用" in res.stdout
+    assert "完成：6 轮，5 次工具调用" in res.stdout

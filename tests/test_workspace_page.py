@@ -46,7 +46,7 @@ def test_the_page_is_checked_once_whole_its_errors_come_back_with_file_and_line_
                     "在无头浏览器里打开 index.html，页面报错了（请修正出错的文件，再用 write_file 把它完整重写一遍）：\n"
                     "- game.js:3: Uncaught ReferenceError: snakePosition is not defined")
     assert ws.write_file("game.js", FIXED) == (f"文件 game.js 写入成功（{len(FIXED)} 字符）\n"
-                                               "在无头浏览器里打开 index.html，没有报错。如果任务要的文件都已写好，就调用 Finish 结束")
+                                               "在无头浏览器里打开 index.html，没有报错。文件都写好后，用 try_page 像用户那样操作一遍（点击按钮、输入内容），页面显示正确就调用 Finish 结束")
     told = ws.edit_file("game.js", "let snakePosition", "let snakePos")
     assert told.endswith("- game.js:4: Uncaught ReferenceError: snakePosition is not defined")
 
@@ -65,8 +65,9 @@ def test_english_and_off_by_default(tmp_path):
     assert checked.write_file("notes.txt", "x") == "wrote notes.txt (1 characters)"  # not a web file
     checked.write_file("game.js", FIXED)
     assert checked.write_file("style.css", STYLE).splitlines()[1] == (
-        "Opened in a headless browser, index.html threw no errors. If every file the task asks "
-        "for is written, call Finish")
+        "Opened in a headless browser, index.html threw no errors. Once every file is written, use "
+        "the page with try_page as a person would (click its buttons, type into its inputs); if it "
+        "shows the right thing, call Finish")
 
 
 def test_the_page_has_no_network(tmp_path):

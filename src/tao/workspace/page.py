@@ -83,22 +83,22 @@ def page_errors(root: Path, page: str = "index.html", *, timeout: float = 30) ->
     if exe is None:
         return None
     root = Path(root).resolve()
-    with tempfile.TemporaryDirectory(prefix="tao-page-") as profile:
-        cmd = [exe, "--headless", "--disable-gpu", "--no-first-run", "--mute-audio",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--proxy-server=socks5://127.0.0.1:9",
-               "--proxy-bypass-list=<-loopback>", "--enable-logging=stderr", "--v=0",
-               f"--virtual-time-budget={VIRTUAL_MS}", "--dump-dom", (root / page).as_uri()]
-        if os.geteuid() == 0:
-            cmd.insert(2, "--no-sandbox")  # Chromium's own sandbox refuses to start as root
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
+    proc = run_chromium(exe, root / page, virtual_ms=VIRTUAL_MS, timeout=timeout)
+    if proc is None:
+        return None
     errors: list[str] = []
+    for found in uncaught(proc.stderr, root, page):
+        if found not in errors:
+            errors.append(found)
+    return errors[:MAX_ERRORS]
+
+
+def uncaught(stderr: str, root: Path, page: str) -> list[str]:
+    """What scripts threw, in order, from Chromium's log: ``game.js:26: Uncaught ...`` (the
+    log keeps the message a ``file://`` page's own error event hides as "Script error.")."""
+    found: list[str] = []
     prefix = root.as_uri() + "/"
-    for line in proc.stderr.splitlines():
+    for line in stderr.splitlines():
         m = _CONSOLE.search(line)
         if not m:
             continue
@@ -106,10 +106,27 @@ def page_errors(root: Path, page: str = "index.html", *, timeout: float = 30) ->
         if not text.startswith("Uncaught"):
             continue  # console.log, .warn and .error look the same in this log: only throws count
         source = m.group("source").removeprefix(prefix) or page
-        found = f"{source}:{m.group('line')}: {text}"
-        if found not in errors:
-            errors.append(found)
-    return errors[:MAX_ERRORS]
+        found.append(f"{source}:{m.group('line')}: {text}")
+    return found
+
+
+def run_chromium(exe: str, page: Path, *, virtual_ms: int, timeout: float
+                 ) -> subprocess.CompletedProcess[str] | None:
+    """Chromium on ``page`` (a file) for ``virtual_ms`` of virtual time, confined as the module
+    says; its DOM on stdout, its console on stderr. ``None`` when it did not run in time."""
+    with tempfile.TemporaryDirectory(prefix="tao-page-") as profile:
+        cmd = [exe, "--headless", "--disable-gpu", "--no-first-run", "--mute-audio",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", "--proxy-server=socks5://127.0.0.1:9",
+               "--proxy-bypass-list=<-loopback>", "--enable-logging=stderr", "--v=0",
+               f"--virtual-time-budget={virtual_ms}", "--dump-dom", page.as_uri()]
+        if os.geteuid() == 0:
+            cmd.insert(2, "--no-sandbox")  # Chromium's own sandbox refuses to start as root
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                                  timeout=timeout, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
 
 
 def note(root: Path, path: str, say: Callable[..., str]) -> str:

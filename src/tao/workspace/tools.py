@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ from typing import Any
 from .. import prompts
 from ..tools.base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
 from .commands import Commands, chosen_backend
+from .finish import FinishChecks
+from .page import chromium as page_chromium
 from . import safe_path
 from .safe_path import Refused
 
@@ -44,8 +45,6 @@ def _sha(data: bytes) -> str:
 
 
 _WEB = (".html", ".htm", ".js", ".mjs", ".css")
-#: a command that runs Python code (a script, a module, its tests): the check a coder owes
-_RUNS_PYTHON = re.compile(r"\b(python[0-9.]*|pytest)\b")
 
 
 class WorkspaceError(ValueError):
@@ -55,7 +54,7 @@ class WorkspaceError(ValueError):
     retryable = False
 
 
-class Workspace(Toolbox):
+class Workspace(FinishChecks, Toolbox):
     """``Workspace(root, language="en", sandbox=None, limits=None)``: the tools ``write_file``,
     ``read_file``, ``list_dir``, ``edit_file`` and ``run_command`` on the folder ``root`` (made if
     missing). ``language`` ("zh"/"en") is the language of the observations. ``max_write_bytes``
@@ -94,11 +93,13 @@ class Workspace(Toolbox):
         self.foreign = not trusted and any(True for _ in os.scandir(self.root))
         self._wrote: dict[str, str] = {}  # path -> SHA-256 of what write_file/edit_file left
         self._read_ours: dict[str, bool] = {}  # path -> whether its last read was what we wrote
-        self._unrun: dict[str, None] = {}  # Python files written since a command last ran Python
+        self._checks_start()
         tools = [FunctionTool(self.write_file, continued_by="append_file"),
                  FunctionTool(self.append_file, continued_by="append_file"),
                  FunctionTool(self.read_file, untrusted_output=self._untrusted_read),
                  FunctionTool(self.list_dir), FunctionTool(self.edit_file)]
+        if check_pages and page_chromium() is not None:  # pages a user clicks: the coder too
+            tools.append(FunctionTool(self.try_page, side_effects=False))
         #: the sandbox backend run_command uses (``None``: no run_command)
         self.sandbox_kind: str | None = None
         self._commands: Commands | None = None
@@ -307,20 +308,34 @@ class Workspace(Toolbox):
             if not 1 <= timeout <= self.max_timeout:
                 raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
         assert self._commands is not None  # the tool exists only with a sandbox
-        if _RUNS_PYTHON.search(command):
-            self._unrun.clear()
+        self._ran(command)
         return await self._commands.run(command, timeout)
 
-    def unrun_check(self, answer: str, lang: str) -> str | None:
-        """An answer check (``Agent.answer_check``) for a coding agent: Python files written
-        since a command last ran Python get one reminder to run them (or their tests) before
-        the task is called done - the coder's own check, the one a user would make first."""
-        if self._commands is None or not self._unrun:
-            return None
-        files = list(self._unrun)
-        tests = [f for f in files if f.rsplit("/", 1)[-1].startswith("test")]
-        how = "python3 -m pytest -q" if tests else f"python3 {files[-1]}"
-        return self._say("finish_unrun", files=", ".join(files[:5]), how=how)
+    def try_page(self, page: str, steps: str) -> str:
+        """Open a web page of the workspace in a headless browser, use it as a person would,
+        and see what it shows after each step. One step a line: click TEXT (the button or link
+        with that text), type N TEXT (into the N-th input box, from 1), press KEY (Enter,
+        ArrowUp, ...), wait MS.
+
+        Args:
+            page: the page to open, relative to the workspace, e.g. index.html
+            steps: the steps, one a line, e.g. "type 1 21" then "click Double"
+        """
+        from . import page_try
+
+        with self._refusals():
+            parts = safe_path.parts_of(page)
+            where = "/".join(parts)
+            self._read(parts)  # a page that is there, a regular file inside the workspace
+            try:
+                plan = page_try.parse(steps)
+                done = page_try.try_steps(self.root, where, plan)
+            except page_try.StepError as e:
+                raise Refused(e.key, **e.values) from None
+        if done is None:
+            return self._say("try_none", page=where)
+        self._tried()
+        return page_try.worded(where, plan, done, self._say)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def close(self) -> None:
@@ -388,10 +403,6 @@ class Workspace(Toolbox):
 
     def _read(self, parts: list[str]) -> bytes:
         return safe_path.read_bytes(str(self.root), parts, self.max_read_bytes)
-
-    def _written(self, path: str) -> None:
-        if path.endswith(".py"):
-            self._unrun[path] = None
 
     def _count(self, path: str) -> None:
         """Told before the tools make a file or folder: the cap, and whom to give it to later."""

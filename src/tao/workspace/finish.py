@@ -1,0 +1,55 @@
+"""What a coder owes before it says Finish: its Python run, its pages used (issue 27, point 1).
+
+A small model writes a module and calls Finish without running it, or a page whose Remove
+button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
+since they were last exercised - Python since a command last ran Python (``python3 ...``,
+``pytest``), web files since ``try_page`` last ran - and ``unrun_check``, an answer check
+(``Agent.answer_check``), sends the model one reminder when it answers with some left.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: a command that runs Python code (a script, a module, its tests)
+_RUNS_PYTHON = re.compile(r"\b(python[0-9.]*|pytest)\b")
+_WEB = (".html", ".htm", ".js", ".mjs", ".css")
+
+
+class FinishChecks:
+    """The bookkeeping, mixed into ``Workspace`` (which provides ``_say``, ``_commands`` and
+    its tools)."""
+
+    _say: Any
+    _commands: Any
+
+    def _checks_start(self) -> None:
+        self._unrun: dict[str, None] = {}  # Python files written since a command ran Python
+        self._untried: dict[str, None] = {}  # web files written since try_page last ran
+
+    def _written(self, path: str) -> None:
+        if path.endswith(".py"):
+            self._unrun[path] = None
+        elif path.lower().endswith(_WEB):
+            self._untried[path] = None
+
+    def _ran(self, command: str) -> None:
+        if _RUNS_PYTHON.search(command):
+            self._unrun.clear()
+
+    def _tried(self) -> None:
+        self._untried.clear()
+
+    def unrun_check(self, answer: str, lang: str) -> str | None:
+        """The answer check: web files never tried with ``try_page`` (where it exists), else
+        Python files never run (where ``run_command`` exists), get one reminder naming them
+        and how to check them; ``None`` when all was exercised."""
+        if self._untried and "try_page" in self:  # type: ignore[operator]
+            return str(self._say("finish_untried", files=", ".join(list(self._untried)[:5])))
+        if self._commands is None or not self._unrun:
+            return None
+        files = list(self._unrun)
+        tests = [f for f in files if f.rsplit("/", 1)[-1].startswith("test")]
+        how = "python3 -m pytest -q" if tests else f"python3 {files[-1]}"
+        return str(self._say("finish_unrun", files=", ".join(files[:5]), how=how))
