@@ -136,8 +136,7 @@ class Workspace(FinishChecks, Toolbox):
                 self._page_note("/".join(parts))
 
     def append_file(self, path: str, content: str) -> str:
-        """Add lines at the end of a file in the workspace (made if missing): how a file too long
-        for one reply is written, one part after another.
+        """Add lines to the end of a file in the workspace (made if missing): long files go in parts.
 
         Args:
             path: a path relative to the workspace
@@ -312,10 +311,10 @@ class Workspace(FinishChecks, Toolbox):
         return await self._commands.run(command, timeout)
 
     def try_page(self, page: str, steps: str) -> str:
-        """Open a web page of the workspace in a headless browser, use it as a person would,
-        and see what it shows after each step. One step a line: click TEXT (the button or link
-        with that text), type N TEXT (into the N-th input box, from 1), press KEY (Enter,
-        ArrowUp, ...), wait MS.
+        """Use a page of the workspace in a headless browser; see what it shows after each step.
+
+        One step a line: click TEXT (a button or link), type N TEXT (into the N-th input box),
+        press KEY (Enter, ArrowUp, ...), wait MS.
 
         Args:
             page: the page to open, relative to the workspace, e.g. index.html
