@@ -313,8 +313,8 @@ class Workspace(FinishChecks, Toolbox):
     def try_page(self, page: str, steps: str) -> str:
         """Use a page of the workspace in a headless browser; see what it shows after each step.
 
-        One step a line: click TEXT (a button or link), type N TEXT (into the N-th input box),
-        press KEY (Enter, ArrowUp, ...), wait MS.
+        Steps, not a file: one a line, e.g. "type 1 21" then "click Add". click TEXT (a button
+        or link), type N TEXT (into the N-th input box), press KEY (Enter, ArrowUp...), wait MS.
 
         Args:
             page: the page to open, relative to the workspace, e.g. index.html
