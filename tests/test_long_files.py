@@ -14,6 +14,8 @@ from tao.messages import Message, ToolCall
 from tao.tools.base import Toolbox
 from tao.workspace import Workspace
 
+from sandbox_backends import skip_mark
+
 HEAD = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - "  # cut mid-line
 TAIL = "    return a - b\n\nprint(add(2, 3), sub(5, 1))"
 
@@ -153,3 +155,14 @@ def test_an_answer_check_is_a_hook_any_agent_takes():
 
     result = agent.run("What is 6 * 7?")
     assert result.answer == "42" and result.turns == 2
+
+
+@(skip_mark("bwrap") or (lambda f: f))
+def test_python_and_pytest_are_there_for_the_coders_commands(tmp_path):
+    """Whatever the system calls its Pythons, a command's python, python3 and pytest are the
+    interpreter tao runs on, with its packages: the checks a coder is reminded to make work."""
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    with Workspace(tmp_path, sandbox="bwrap") as ws:
+        out = asyncio.run(ws.execute(ToolCall("c", "run_command", {
+            "command": "python -c 'print(6 * 7)' && pytest -q test_one.py"}))).content
+    assert out.startswith("42\n") and "1 passed" in out and out.endswith("[exit status 0]")

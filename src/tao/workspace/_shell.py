@@ -12,7 +12,10 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
+
+_PYTEST = '#!/bin/sh\nexec python3 -m pytest "$@"\n'
 
 
 def tao_sh(command, timeout, budget):
@@ -20,7 +23,7 @@ def tao_sh(command, timeout, budget):
     # subprocess backend's uid could not even enter it by its host path (a mode-700 parent)
     proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "PATH": _path()})
     kept = {}  # fd -> [head, tail, total bytes]
     sel = selectors.DefaultSelector()
     for pipe in (proc.stdout, proc.stderr):
@@ -51,6 +54,30 @@ def tao_sh(command, timeout, budget):
     err_share = min(err[2], max(budget // 3, budget - out[2]))
     streams = [_fit(out, budget - err_share), _fit(err, err_share)]
     final_answer([code, timed_out, *streams])  # noqa: F821 - the worker defines it
+
+
+def _path():
+    """PATH for the command: ``python``, ``python3`` and ``pytest`` are the worker's own
+    interpreter (the one tao runs on, with its packages: pytest among them), whatever the
+    system calls its Pythons - a coder's first check is ``python app.py`` or ``pytest``. The
+    names live in a folder of this uid's under /tmp (the sandbox's private tmpfs)."""
+    here = os.path.dirname(sys.executable)
+    shim = f"/tmp/.tao-bin-{os.getuid()}"
+    try:
+        os.makedirs(shim, mode=0o700, exist_ok=True)
+        if os.lstat(shim).st_uid != os.getuid():  # someone else's: not ours to trust
+            raise OSError("foreign")
+        for name in ("python", "python3"):
+            if not os.path.lexists(os.path.join(shim, name)):
+                os.symlink(sys.executable, os.path.join(shim, name))
+        script = os.path.join(shim, "pytest")
+        if not os.path.lexists(script):
+            with open(script, "w") as f:
+                f.write(_PYTEST)
+            os.chmod(script, 0o700)
+    except OSError:
+        shim = ""
+    return ":".join(p for p in (shim, here, os.environ.get("PATH", "")) if p)
 
 
 def _kill(proc):
