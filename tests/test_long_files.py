@@ -149,12 +149,18 @@ def test_an_answer_check_is_a_hook_any_agent_takes():
 
     agent = CodeActAgent(ScriptedModel(["<solution>41</solution>", "<solution>42</solution>"]))
 
+    seen = []
+
     @agent.answer_check
-    def sure(answer, lang):
-        return None if answer == "42" else f"Check {answer} again."
+    def sure(answering):
+        seen.append(answering)
+        return None if answering.answer == "42" else f"Check {answering.answer} again."
 
     result = agent.run("What is 6 * 7?")
     assert result.answer == "42" and result.turns == 2
+    assert [a.answer for a in seen] == ["41"]  # it spoke once: the next answer stands
+    assert (seen[0].task, seen[0].lang, seen[0].replies) == \
+        ("What is 6 * 7?", "en", ("<solution>41</solution>",))
 
 
 @(skip_mark("bwrap") or (lambda f: f))

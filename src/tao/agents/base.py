@@ -12,11 +12,12 @@ from ..events import Event, RunFinished, stamp
 from ..lang import detect_language  # noqa: F401 - re-exported for the loops
 from ..messages import Message, ToolCall
 from ..result import Result, Status  # noqa: F401 - the loops and users import them from here
+from .checks import Answering
 from .options import RunOptions
 
 Sink = Callable[[Event], Any]
-#: ``check(answer, lang)``: a reminder for the model, or ``None`` (``Agent.answer_check``)
-AnswerCheck = Callable[[str, str], "str | None"]
+#: ``check(answering)``: a reminder for the model, or ``None`` (``Agent.answer_check``)
+AnswerCheck = Callable[["Answering"], "str | None"]
 
 
 def make_guard(options: dict[str, Any], agent: type | None = None) -> Any:
@@ -187,10 +188,12 @@ class Agent:
     answer_checks: tuple[AnswerCheck, ...] = ()
 
     def answer_check(self, check: AnswerCheck) -> AnswerCheck:
-        """Register ``check(answer, lang)``, run when the model gives its final answer: what it
-        returns (a reminder: "you wrote tests but never ran them") goes back to the model and
-        the run goes on; ``None`` lets the answer stand. Each check speaks at most once a run,
-        so a model that answers the same again is not held forever. Usable as a decorator."""
+        """Register ``check(answering)``, run when the model gives its final answer
+        (``tao.agents.checks.Answering``: the answer, the task, the language, the model's
+        replies): what it returns (a reminder: "you wrote tests but never ran them") goes back
+        to the model and the run goes on; ``None`` lets the answer stand. Each check speaks at
+        most once a run, so a model that answers the same again is not held forever. Usable as
+        a decorator."""
         self.answer_checks = (*self.answer_checks, check)
         return check
 

@@ -18,6 +18,7 @@ from ..output import OUTPUT_RETRIES, Output, OutputError
 from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
 from ..tools.context import RunView
+from .checks import Answering
 from .streak import Streak, call_key
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
@@ -59,6 +60,8 @@ class LoopContext:
         self.value: Any = None
         #: the agent's answer checks (``Agent.answer_check``) that have not spoken yet
         self.checks_left: list[Any] = list(getattr(agent, "answer_checks", ()))
+        self.task = task
+        self.replies: list[str] = []  # what the model wrote, turn by turn: what checks read
 
     async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
         """One model call as events (text as it streams, retries said); its reply is
@@ -69,6 +72,8 @@ class LoopContext:
                 yield TokenDelta(chunk, turn)
             elif type(chunk) is ModelResponse:
                 self.response = chunk
+                self.replies.append(chunk.message.content + "".join(
+                    f"\n{c.name} {c.arguments}" for c in chunk.message.tool_calls))
             else:
                 yield ModelRetry(turn, chunk.attempt, chunk.reason, chunk.delay_s)
         assert self.response is not None, "a model stream ends with its ModelResponse"
@@ -145,8 +150,9 @@ class LoopContext:
             return self.output.correction(e, self.lang)
 
     def _reminder(self, answer: str) -> str | None:
+        answering = Answering(answer, self.task, self.lang, tuple(self.replies))
         for check in list(self.checks_left):
-            note = check(answer, self.lang)
+            note = check(answering)
             if note:
                 self.checks_left.remove(check)
                 return str(note)

@@ -41,7 +41,7 @@ class FinishChecks:
     def _tried(self) -> None:
         self._untried.clear()
 
-    def unrun_check(self, answer: str, lang: str) -> str | None:
+    def unrun_check(self, answering: Any) -> str | None:
         """The answer check: web files never tried with ``try_page`` (where it exists), else
         Python files never run (where ``run_command`` exists), get one reminder naming them
         and how to check them; ``None`` when all was exercised."""
