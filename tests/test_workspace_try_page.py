@@ -10,6 +10,8 @@ from tao.workspace import Workspace
 from tao.workspace import page as workspace_page
 from tao.workspace.page_try import StepError, parse
 
+from sandbox_backends import skip_mark
+
 TODO = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>To-do</title></head>
 <body><input id="item"><button id="add">Add</button><ul id="list"></ul>
@@ -117,3 +119,18 @@ def test_no_chromium_no_tool(tmp_path, monkeypatch):
     monkeypatch.setenv("TAO_CHROMIUM", str(tmp_path / "none"))
     assert "try_page" not in Workspace(tmp_path, sandbox=False, check_pages=True)
     assert "try_page" not in Workspace(tmp_path / "b", sandbox=False)  # a plain workspace
+
+
+@(skip_mark("bwrap") or (lambda f: f))
+def test_the_page_cannot_read_files_outside_the_workspace(browser, tmp_path):
+    """Unconfined, Chromium loads any file:// script a page names (this one then shows its
+    secret); in bubblewrap only the page's own folder exists."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.js").write_text('var secret = "s3cret";')
+    ws = Workspace(tmp_path / "ws", sandbox=False, check_pages=True)
+    ws.write_file("index.html", (
+        f'<html><body><p id="o">x</p><script src="{(tmp_path / "outside" / "secret.js").as_uri()}">'
+        '</script><script>document.getElementById("o").textContent = '
+        'typeof secret === "undefined" ? "nothing outside" : secret</script></body></html>'))
+    told = call(ws, "try_page", page="index.html", steps="wait 100").content
+    assert "1. wait 100 → the page shows: nothing outside" in told and "s3cret" not in told

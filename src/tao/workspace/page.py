@@ -10,14 +10,17 @@ on the file, two seconds of virtual time so timers and animation frames run - an
 errors Chromium prints are returned (``console.error`` is not told from ``console.log`` in its
 log, so only what a script throws counts).
 
-The browser runs with a fresh profile in a temporary folder, every request sent to a dead proxy
-(no network, IP literals included), and a time limit. It is not inside ``tao.sandbox``: Chromium
-needs more of the system than the sandbox lends (it traps there). Without Chromium on the PATH
+The browser runs with a fresh profile, every request sent to a dead proxy, and a time limit;
+where bubblewrap works, inside it too: no network namespace at all, the system read-only, and of
+the user's files only the page's folder (read-only), so a page cannot load ``file:///root/...``
+as a script and show what it holds. Not inside ``tao.sandbox`` itself: Chromium needs more of
+the system than that sandbox lends (its seccomp filter traps it). Without Chromium on the PATH
 (or ``$TAO_CHROMIUM``) there is no check.
 """
 
 from __future__ import annotations
 
+import functools
 import html.parser
 import os
 import re
@@ -114,19 +117,54 @@ def run_chromium(exe: str, page: Path, *, virtual_ms: int, timeout: float
                  ) -> subprocess.CompletedProcess[str] | None:
     """Chromium on ``page`` (a file) for ``virtual_ms`` of virtual time, confined as the module
     says; its DOM on stdout, its console on stderr. ``None`` when it did not run in time."""
+    flags = ["--headless", "--disable-gpu", "--no-first-run", "--mute-audio",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--proxy-server=socks5://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+             "--enable-logging=stderr", "--v=0", f"--virtual-time-budget={virtual_ms}",
+             "--dump-dom", page.as_uri()]
+    jail = _jail(exe, page.parent)
     with tempfile.TemporaryDirectory(prefix="tao-page-") as profile:
-        cmd = [exe, "--headless", "--disable-gpu", "--no-first-run", "--mute-audio",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--proxy-server=socks5://127.0.0.1:9",
-               "--proxy-bypass-list=<-loopback>", "--enable-logging=stderr", "--v=0",
-               f"--virtual-time-budget={virtual_ms}", "--dump-dom", page.as_uri()]
-        if os.geteuid() == 0:
-            cmd.insert(2, "--no-sandbox")  # Chromium's own sandbox refuses to start as root
+        if jail:  # bwrap is the sandbox: Chromium's own cannot start in its namespaces
+            cmd = [*jail, exe, "--no-sandbox", "--user-data-dir=/tmp/profile", *flags]
+        else:
+            cmd = [exe, f"--user-data-dir={profile}", *flags]
+            if os.geteuid() == 0:
+                cmd.insert(1, "--no-sandbox")  # Chromium's own sandbox refuses to start as root
         try:
             return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                                   timeout=timeout, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return None
+
+
+def _jail(exe: str, folder: Path) -> list[str]:
+    """bubblewrap around Chromium where it works here: no network namespace at all, the system
+    read-only, a private /tmp for the profile, and of the user's files only ``folder`` (read
+    only); ``[]`` (the flags alone confine it) without bwrap or user namespaces."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or not _jail_works(bwrap):
+        return []
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+            "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
+            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for top in ("/lib", "/lib64", "/bin", "/sbin"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for extra in ("/etc/fonts", "/etc/chromium.d", "/etc/chromium", "/opt",
+                  str(Path(os.path.realpath(exe)).parent)):
+        args += ["--ro-bind-try", extra, extra]
+    return [*args, "--ro-bind", str(folder), str(folder)]
+
+
+@functools.lru_cache(maxsize=1)
+def _jail_works(bwrap: str) -> bool:
+    try:
+        return subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"],
+                              capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def note(root: Path, path: str, say: Callable[..., str]) -> str:
