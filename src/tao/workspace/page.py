@@ -86,7 +86,7 @@ def page_errors(root: Path, page: str = "index.html", *, timeout: float = 30) ->
     if exe is None:
         return None
     root = Path(root).resolve()
-    proc = run_chromium(exe, root / page, virtual_ms=VIRTUAL_MS, timeout=timeout)
+    proc = run_chromium(exe, root / page, root, virtual_ms=VIRTUAL_MS, timeout=timeout)
     if proc is None:
         return None
     errors: list[str] = []
@@ -113,16 +113,17 @@ def uncaught(stderr: str, root: Path, page: str) -> list[str]:
     return found
 
 
-def run_chromium(exe: str, page: Path, *, virtual_ms: int, timeout: float
+def run_chromium(exe: str, page: Path, folder: Path, *, virtual_ms: int, timeout: float
                  ) -> subprocess.CompletedProcess[str] | None:
-    """Chromium on ``page`` (a file) for ``virtual_ms`` of virtual time, confined as the module
-    says; its DOM on stdout, its console on stderr. ``None`` when it did not run in time."""
+    """Chromium on ``page`` (a file in ``folder``, all it may see) for ``virtual_ms`` of
+    virtual time, confined as the module says; its DOM on stdout, its console on stderr.
+    ``None`` when it did not run in time."""
     flags = ["--headless", "--disable-gpu", "--no-first-run", "--mute-audio",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--proxy-server=socks5://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
              "--enable-logging=stderr", "--v=0", f"--virtual-time-budget={virtual_ms}",
              "--dump-dom", page.as_uri()]
-    jail = _jail(exe, page.parent)
+    jail = _jail(exe, folder)
     with tempfile.TemporaryDirectory(prefix="tao-page-") as profile:
         if jail:  # bwrap is the sandbox: Chromium's own cannot start in its namespaces
             cmd = [*jail, exe, "--no-sandbox", "--user-data-dir=/tmp/profile", *flags]

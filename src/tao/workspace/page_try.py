@@ -166,7 +166,7 @@ def try_steps(root: Path, page: str, steps: list[dict[str, Any]], *, timeout: fl
         target.write_text(source[:at] + driver + source[at:] if at >= 0 else source + driver,
                           encoding="utf-8")
         budget = 1000 + sum(s.get("ms", 150) for s in steps) + 300
-        proc = page_check.run_chromium(exe, target, virtual_ms=budget, timeout=timeout)
+        proc = page_check.run_chromium(exe, target, copy, virtual_ms=budget, timeout=timeout)
         if proc is None or not (m := _OUT.search(proc.stdout)):
             return None
         result: dict[str, Any] = json.loads(html.unescape(m.group(1)))
