@@ -35,7 +35,7 @@ SNAKE_REPLIES = [
     write("index.html", "html", INDEX, "先写页面骨架"),
     write("style.css", "css", STYLE, "再写样式"),
     write("game.js", "javascript", GAME, "最后写游戏逻辑"),
-    "Thought: 像玩家一样按方向键试一下\nAction: try_page【index.html】\n```\npress ArrowUp\n```",
+    "Thought: 像玩家一样按方向键试一下\nAction: try_page【press ArrowUp; wait 300】",
     "Thought: 三个文件都写好了\nAction: Finish【已生成贪吃蛇游戏，共 3 个文件】",
 ]
 runner = CliRunner()

@@ -12,7 +12,8 @@ request sent to a dead proxy, a time limit; ``file://`` pages cannot read other 
 each step left on the page, and what a script threw during it, comes back in the ``<pre>``
 the script writes, which ``--dump-dom`` prints.
 
-Steps, one a line (what a small model writes without help): ``click TEXT`` (the button, link
+Steps, split by ``;`` or one a line (one line in brackets is what a small model writes
+without pasting a file in): ``click TEXT`` (the button, link
 or element whose text is TEXT), ``type N TEXT`` (into the N-th visible input box, from 1),
 ``press KEY`` (``Enter``, ``ArrowUp``, ``a``: to the focused element, else the document) and
 ``wait MS``.
@@ -111,7 +112,7 @@ class StepError(ValueError):
 def parse(text: str) -> list[dict[str, Any]]:
     """The steps of ``text``, one a line (blank lines and ``#`` comments skipped)."""
     steps: list[dict[str, Any]] = []
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(re.split(r"[\n;；]", text), 1):
         line = _MARKER.sub("", raw).strip()  # "1. click Add", "- click Add"
         if not line or line.startswith("#"):
             continue

@@ -310,15 +310,15 @@ class Workspace(FinishChecks, Toolbox):
         self._ran(command)
         return await self._commands.run(command, timeout)
 
-    def try_page(self, page: str, steps: str) -> str:
+    def try_page(self, steps: str, page: str = "index.html") -> str:
         """Use a page of the workspace in a headless browser; see what it shows after each step.
 
-        Steps, not a file: one a line, e.g. "type 1 21" then "click Add". click TEXT (a button
-        or link), type N TEXT (into the N-th input box), press KEY (Enter, ArrowUp...), wait MS.
+        Steps on one line, split by ";", e.g. try_page【type 1 21; click Add】. A step: click
+        TEXT (a button or link), type N TEXT (into input box N), press KEY, wait MS.
 
         Args:
-            page: the page to open, relative to the workspace, e.g. index.html
-            steps: the steps, one a line, e.g. "type 1 21" then "click Double"
+            steps: the steps, split by ";" (or one a line), e.g. "type 1 21; click Add"
+            page: the page to open, relative to the workspace (index.html if not given)
         """
         from . import page_try
 
