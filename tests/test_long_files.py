@@ -131,6 +131,18 @@ def test_a_coder_that_never_ran_its_python_gets_one_reminder(tmp_path):
     assert "2" in model.calls[3][-1].content  # the command's output came back
 
 
+def test_a_module_of_functions_is_to_be_called_not_just_run(tmp_path):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【roman.py】\n```python\ndef to_roman(n):\n    return 'I' * n\n```",
+               "Action: Finish【done】", "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(tmp_path, sandbox="subprocess") as ws:
+        build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write roman.py")
+    assert 'python3 -c "import roman; print(roman.function(an example from the task))"' in \
+        model.calls[2][-1].content
+
+
 def test_the_reminder_is_said_once_and_names_pytest_for_tests(tmp_path):
     from tao.factory import CODER, AgentSpec, build_agent
 

@@ -10,6 +10,7 @@ since they were last exercised - Python since a command last ran Python (``pytho
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 #: a command that runs Python code (a script, a module, its tests)
@@ -23,6 +24,7 @@ class FinishChecks:
 
     _say: Any
     _commands: Any
+    root: Any
 
     def _checks_start(self) -> None:
         self._unrun: dict[str, None] = {}  # Python files written since a command ran Python
@@ -50,6 +52,21 @@ class FinishChecks:
         if self._commands is None or not self._unrun:
             return None
         files = list(self._unrun)
-        tests = [f for f in files if f.rsplit("/", 1)[-1].startswith("test")]
-        how = "python3 -m pytest -q" if tests else f"python3 {files[-1]}"
-        return str(self._say("finish_unrun", files=", ".join(files[:5]), how=how))
+        return str(self._say("finish_unrun", files=", ".join(files[:5]), how=self._how(files)))
+
+    def _how(self, files: list[str]) -> str:
+        """The command to suggest: the tests if any were written; a script (a main block, or
+        no functions), run; else a module's function called on an example - running a module
+        that only defines functions shows nothing."""
+        if any(f.rsplit("/", 1)[-1].startswith("test") for f in files):
+            return "python3 -m pytest -q"
+        last = files[-1]
+        try:
+            text = (Path(self.root) / last).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        if "__main__" in text or "def " not in text or "/" in last:  # a script: run it
+            return f"python3 {last}"
+        module = last[:-3]
+        return f'python3 -c "import {module}; print({module}.FUNCTION(EXAMPLE))"'.replace(
+            "FUNCTION(EXAMPLE)", self._say("finish_call"))
