@@ -47,10 +47,10 @@ def test_a_handler_that_throws_is_found_by_clicking_it(browser, tmp_path):
     ws.write_file("index.html", TODO)
     assert "threw no errors" in ws.write_file("todo.js", TODO_JS)  # opening it shows nothing wrong
     told = call(ws, "try_page", page="index.html",
-                steps="type buy milk\nclick Add\nclick Remove").content
+                steps="type 1 buy milk\nclick Add\nclick Remove").content
     assert told.splitlines() == [
         "Opened index.html in a headless browser and did the steps:",
-        "1. type buy milk → the page shows: Add",
+        "1. type 1 buy milk → the page shows: Add",
         "2. click Add → the page shows: Add buy milk Remove",
         "3. click Remove → the page shows: Add buy milk Remove",
         "   error: todo.js:6: Uncaught ReferenceError: entry is not defined",
@@ -75,7 +75,7 @@ def test_steps_in_chinese_and_a_button_that_is_not_there(browser, tmp_path):
 @pytest.mark.parametrize("steps, says", [
     ("", "no steps"),
     ("jump over", "step 1 not understood: jump over"),
-    ("click Add; type 0 5", "step 2 should read type TEXT"),
+    ("click Add; type one 5", "step 2 should read type N TEXT"),
     ("wait 60000", "step 1 should read wait MS (1 to 5000)"),
     ("\n".join(["click a"] * 21), "too many steps: at most 20"),
 ])

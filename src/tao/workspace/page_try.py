@@ -14,7 +14,7 @@ the script writes, which ``--dump-dom`` prints.
 
 Steps, split by ``;`` or one a line (one line in brackets is what a small model writes
 without pasting a file in): ``click TEXT`` (the button, link
-or element whose text is TEXT), ``type N TEXT`` (into the N-th visible input box, from 1; ``type TEXT``: the first),
+or element whose text is TEXT), ``type N TEXT`` (into the N-th visible input box, from 1),
 ``press KEY`` (``Enter``, ``ArrowUp``, ``a``: to the focused element, else the document) and
 ``wait MS``.
 """
@@ -124,9 +124,7 @@ def parse(text: str) -> list[dict[str, Any]]:
             steps.append({"op": "click", "arg": rest, "line": line})
         elif op in ("type", "输入"):
             n, _, what = rest.partition(" ")
-            if not (n.isdigit() and what.strip()):  # "type 21", "type hello": the first box
-                n, what = "1", rest
-            if int(n) < 1 or not what.strip():
+            if not n.isdigit() or int(n) < 1:
                 raise StepError("step_type", line=number, step=line)
             steps.append({"op": "type", "n": int(n), "arg": what.strip().strip("\"'“”「」"),
                           "line": line})

@@ -313,12 +313,11 @@ class Workspace(FinishChecks, Toolbox):
     def try_page(self, steps: str, page: str = "index.html") -> str:
         """Use a page of the workspace in a headless browser; see what it shows after each step.
 
-        Steps on one line, split by ";", e.g. try_page【type 21; click Add】. A step: click
-        TEXT (a button or link), type TEXT (into the input box; type N TEXT: box N), press KEY,
-        wait MS.
+        Steps on one line, split by ";", e.g. try_page【type 1 21; click Add】. A step: click
+        TEXT (a button or link), type N TEXT (into input box N), press KEY, wait MS.
 
         Args:
-            steps: the steps, split by ";" (or one a line), e.g. "type 21; click Add"
+            steps: the steps, split by ";" (or one a line), e.g. "type 1 21; click Add"
             page: the page to open, relative to the workspace (index.html if not given)
         """
         from . import page_try
