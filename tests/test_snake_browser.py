@@ -224,21 +224,22 @@ def test_the_command_line_says_why_and_exits_1(tmp_path):
 
 def test_the_benchmark_run_writes_judges_and_counts_a_scripted_game(tmp_path):
     # benchmarks/snake_local.py's run without the model: a ScriptedModel replays seed 002's
-    # three write_file turns (the hand-written game) and its Finish
+    # three write_file turns (the hand-written game), a try of the page and its Finish
     import snake_local
     from tao.models.scripted import ScriptedModel
 
     replies = [f"Thought: 写 {name}\nAction: write_file【{name}】\n```\n"
                f"{(GOOD / name).read_text(encoding='utf-8')}```"
                for name in ("index.html", "style.css", "game.js")]
+    replies.append("Thought: 按方向键试一下\nAction: try_page【press ArrowUp; wait 300】")
     replies.append("Thought: 三个文件都写好了\nAction: Finish【已生成贪吃蛇游戏，共 3 个文件】")
     run = snake_local.one_run(ScriptedModel(replies), seed=0, folder=tmp_path / "workspace",
                               max_turns=6, check_timeout_s=120)
     assert run.written == ["index.html", "style.css", "game.js"] and run.write_turns == 3
-    assert run.finished and run.turns == 4 and run.status == "done"
+    assert run.finished and run.turns == 5 and run.status == "done"
     assert sorted(run.files) == ["game.js", "index.html", "style.css"]
     for name in run.files:  # as written, less the newline before the closing fence
         assert (tmp_path / "workspace" / name).read_text(encoding="utf-8") == \
             (GOOD / name).read_text(encoding="utf-8").rstrip("\n")
     assert run.check.ok, run.check.reason
-    assert snake_local.row(1, run).startswith("| 1 | yes | yes | 3 | yes | 4 | ")
+    assert snake_local.row(1, run).startswith("| 1 | yes | yes | 3 | yes | 5 | ")
