@@ -122,12 +122,7 @@ class Workspace(FinishChecks, Toolbox):
         """
         with self._refusals():
             parts = safe_path.parts_of(path)
-            try:
-                data = content.encode("utf-8")
-            except UnicodeEncodeError as e:
-                raise Refused("bad_content", index=e.start + 1) from None
-            if len(data) > self.max_write_bytes:
-                raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
+            data = self._encoded(content)
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
             self._wrote["/".join(parts)] = _sha(data)
@@ -147,12 +142,7 @@ class Workspace(FinishChecks, Toolbox):
             where = "/".join(parts)
             if not content:
                 raise Refused("append_empty", path=where)
-            try:
-                data = content.encode("utf-8")
-            except UnicodeEncodeError as e:
-                raise Refused("bad_content", index=e.start + 1) from None
-            if len(data) > self.max_write_bytes:
-                raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
+            data = self._encoded(content)
             try:
                 old = self._read(parts)
             except Refused as e:
@@ -402,6 +392,16 @@ class Workspace(FinishChecks, Toolbox):
 
     def _read(self, parts: list[str]) -> bytes:
         return safe_path.read_bytes(str(self.root), parts, self.max_read_bytes)
+
+    def _encoded(self, content: str) -> bytes:
+        """What write_file and append_file write: UTF-8, within ``max_write_bytes``."""
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise Refused("bad_content", index=e.start + 1) from None
+        if len(data) > self.max_write_bytes:
+            raise Refused("too_big_write", size=len(data), cap=self.max_write_bytes)
+        return data
 
     def _count(self, path: str) -> None:
         """Told before the tools make a file or folder: the cap, and whom to give it to later."""
