@@ -17,8 +17,8 @@ from tao import CodeActAgent, ReActAgent, ScriptedModel, calculator, tool, tool_
 from tao.events import Error, FinalAnswer, Observation
 
 
-def solver(ran: list):
-    @tool
+def solver(ran: list, side_effects: bool = True):
+    @tool(side_effects=side_effects)
     def calculate(expression: str) -> float:
         """Evaluate an arithmetic expression.
 
@@ -118,5 +118,9 @@ def test_codeact_that_fixes_its_block_is_not_stopped():
 def test_a_working_call_beside_the_failing_one_does_not_hide_the_loop():
     ran: list = []
     turn = [tool_call("calculate", expression="3*x + 17 = 80"), tool_call("calculate", expression="1 + 1")]
-    result = ReActAgent(ScriptedModel([turn] * 6 + ["21"]), tools=[solver(ran)]).run("x?")
+    result = ReActAgent(ScriptedModel([turn] * 6 + ["21"]), tools=[solver(ran, False)]).run("x?")
     assert result.status == "budget" and ran.count("3*x + 17 = 80") == 2
+    ran.clear()  # a tool with side effects: its first working call may have changed what the
+    # failing one acts on, so that one gets two more tries; the same working call again does not
+    result = ReActAgent(ScriptedModel([turn] * 6 + ["21"]), tools=[solver(ran)]).run("x?")
+    assert result.status == "budget" and ran.count("3*x + 17 = 80") == 3

@@ -134,6 +134,10 @@ EVENTS += [  # Plan-and-Execute (tests/test_plan*.py cover how they are emitted)
 EVENTS += [  # handoffs (tests/test_handoffs.py covers how it is emitted)
     events.HandedOff("triage", "analyst", "需要写代码", 1),
 ]
+EVENTS += [  # Agent.checklist (tests/test_checklist.py covers how it is emitted)
+    events.Checklist(["点击“加一”：显示 1", "type 3, click Double: 6 shows"]),
+    events.Checklist([]),
+]
 EVENTS += [  # CodeAct (tests/test_codeact.py covers how they are emitted)
     events.CodeExecution("spent = 3 * 12 + 2 * 5\nprint(50 - spent)", 1),
     events.ExecutionFinished("4\n", None, 1, 0.003, observation="4"),

@@ -117,15 +117,18 @@ def test_the_code_highlighter_marks_python_and_keeps_the_code_as_written(workben
 
 def test_a_coding_run_lists_the_files_it_wrote(workbench, tmp_path):
     page_html = "<!DOCTYPE html>\n<h1>你好</h1>"
-    script = [f"Thought: 写 index.html\nAction: write_file【index.html】\n```\n{page_html}\n```",
+    script = ["- 打开页面：看到“你好”",  # the checklist: the form's box is ticked
+              f"Thought: 写 index.html\nAction: write_file【index.html】\n```\n{page_html}\n```",
               "Thought: 写好了\nAction: Finish【已生成 index.html】"]
     _, page = workbench(models={"coder": lambda: ScriptedModel(script)}, workspace_root=tmp_path / "ws")
     fill_run(page, agent="code", model="coder", task="写一个网页", tools=())
+    page.check("#run-form input[name=checklist]")
     page.click("#run-button")
     assert finished(page) == "done"
     page.click("#run .files a.file[data-path='index.html']")  # found again if the list redraws
     page.wait_for_selector("#run .file-view[data-path='index.html']")
     assert page.inner_text("#run .file-view") == page_html
+    assert page.inner_text("#run ol.checklist") == "打开页面：看到“你好”"  # before turn 1
     screenshot(page, "coding_files")
 
 

@@ -47,9 +47,10 @@ def test_a_handler_that_throws_is_found_by_clicking_it(browser, tmp_path):
     ws.write_file("index.html", TODO)
     assert "threw no errors" in ws.write_file("todo.js", TODO_JS)  # opening it shows nothing wrong
     told = call(ws, "try_page", page="index.html",
-                steps="type 1 buy milk\nclick Add\nclick Remove").content
-    assert told.splitlines() == [
-        "Opened index.html in a headless browser and did the steps:",
+                steps="type 1 buy milk\nclick Add\nclick Remove")
+    assert told.is_error  # a failed try: sent again the same, it is a loop (agents.streak)
+    assert told.content.splitlines() == [
+        "Error: WorkspaceError: Opened index.html in a headless browser and did the steps:",
         "1. type 1 buy milk → the page shows: Add",
         "2. click Add → the page shows: Add buy milk Remove",
         "3. click Remove → the page shows: Add buy milk Remove",
@@ -64,18 +65,25 @@ def test_steps_in_chinese_and_a_button_that_is_not_there(browser, tmp_path):
     ws.write_file("index.html", COUNTER)
     told = call(ws, "try_page", steps="点击 加一；click 加一; click 重置\nclick 清零").content
     assert told.splitlines() == [
-        "在无头浏览器里打开 index.html，逐步操作：",
+        "Error: WorkspaceError: 在无头浏览器里打开 index.html，逐步操作：",
         "1. 点击 加一 → 页面显示：1 加一 清零",
         "2. click 加一 → 页面显示：2 加一 清零",
         "3. click 重置 → 页面上找不到文字是这个的按钮或链接；页面显示：2 加一 清零",
         "4. click 清零 → 页面显示：0 加一 清零",
-        "没有脚本报错。请对照任务检查每一步之后页面显示的内容是否正确；都对就调用 Finish。"]
+        "第 3 步没能做到：页面上没有那个按钮、链接或输入框。如果任务需要它，就是页面缺了它：修好页面，"
+        "再用 try_page 重试；如果是步骤写错了，按页面上的文字和输入框编号重写步骤。"]
+    told = call(ws, "try_page", steps="click 加一; type 2 5").content  # not a page that works
+    assert told.endswith("页面上没有这个编号的输入框；页面显示：1 加一 清零\n第 2 步没能做到：页面上没有"
+                         "那个按钮、链接或输入框。如果任务需要它，就是页面缺了它：修好页面，再用 try_page "
+                         "重试；如果是步骤写错了，按页面上的文字和输入框编号重写步骤。")
+    assert "都对就调用 Finish" not in told
 
 
 @pytest.mark.parametrize("steps, says", [
     ("", "no steps"),
     ("jump over", "step 1 not understood: jump over"),
     ("click Add; type one 5", "step 2 should read type N TEXT"),
+    ("type 1 21; click Double; type 5", "step 3 should read type N TEXT (N from 1: which input box, then what to type): type 5"),
     ("wait 60000", "step 1 should read wait MS (1 to 5000)"),
     ("\n".join(["click a"] * 21), "too many steps: at most 20"),
 ])
@@ -101,17 +109,20 @@ def test_a_finish_before_the_page_was_tried_gets_one_reminder(browser, tmp_path)
     from tao import ScriptedModel
     from tao.factory import CODER, AgentSpec, build_agent
 
-    replies = [f"Action: write_file【index.html】\n```html\n{COUNTER}\n```",
+    replies = ["- click 加一: the page shows 1",
+               f"Action: write_file【index.html】\n```html\n{COUNTER}\n```",
                "Action: Finish【done】",
                "Action: try_page【click 加一】",
                "Action: Finish【done】"]
     model = ScriptedModel(replies)
     ws = Workspace(tmp_path, sandbox=False, check_pages=True)
-    result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("A counter page")
+    result = build_agent(AgentSpec(CODER, 6, workspace=ws, checklist=True),
+                         model).run("A counter page")
     assert result.status == "done" and result.turns == 4
-    assert "Not done yet: index.html were written but the page was never tried" in \
-        model.calls[2][-1].content
-    assert "1. click 加一 → the page shows: 1 加一 清零" in model.calls[3][-1].content
+    reminder = model.calls[3][-1].content
+    assert "Not done yet: index.html were written but the page was never tried" in reminder
+    assert "Check each item of your checklist for real:\n1. click 加一: the page shows 1" in reminder
+    assert "1. click 加一 → the page shows: 1 加一 清零" in model.calls[4][-1].content
 
 
 def test_no_chromium_no_tool(tmp_path, monkeypatch):

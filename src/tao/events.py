@@ -346,3 +346,17 @@ class HandedOff(Event):
 
 
 EVENT_TYPES[HandedOff.kind] = HandedOff
+
+
+@dataclass(frozen=True, slots=True)
+class Checklist(Event):
+    """What a user of the result will check, written by the model before its first turn
+    (``Agent.checklist``): one behaviour an item - what the user does, what they should see.
+    The run is then asked to check each before it answers."""
+
+    kind: ClassVar[str] = "checklist"
+    items: list[str]
+    turn: int = 0
+
+
+EVENT_TYPES[Checklist.kind] = Checklist

@@ -197,6 +197,33 @@ class Agent:
         self.answer_checks = (*self.answer_checks, check)
         return check
 
+    #: language -> the instruction that asks for a checklist (``checklist``); empty: none
+    checklist_prompts: Mapping[str, str] = MappingProxyType({})
+    #: whether the loop asks for the checklist (it calls ``LoopContext.opening``)
+    takes_checklist = True
+
+    def checklist(self, prompts: Mapping[str, str] | str | None = None) -> None:
+        """Before its first turn, the run asks the model - in a call of its own, no tools, the
+        instruction as the system prompt and the task as the message - for the behaviours a
+        user will check (``prompts``: one instruction, or one per language, "zh"/"en"; by
+        default ``prompts/checklist.toml``'s, for a project a user tries). Its items become a
+        ``Checklist`` event, follow the task in a message of their own asking to check each
+        before answering, and reach the answer checks (``Answering.checklist``). That call
+        goes through the model door like a turn: budgets, journal and tracing see it.
+        ReAct, CodeAct and Plan-and-Execute take one; an agent that runs another (``Vote``,
+        ``Reflexion``) refuses it: give it to the agent inside."""
+        if not self.takes_checklist:
+            raise TypeError(f"{type(self).__name__} runs another agent: give the checklist to "
+                            "that agent (agent.checklist()), which writes one each run")
+        if prompts is None:
+            from .. import prompts as texts
+
+            prompts = {lang: texts.table("checklist")[lang]["ask"] for lang in ("zh", "en")}
+        given = {"zh": prompts, "en": prompts} if isinstance(prompts, str) else dict(prompts)
+        if not all(isinstance(v, str) and v.strip() for v in given.values()) or not given:
+            raise ValueError("checklist prompts must be non-empty text")
+        self.checklist_prompts = MappingProxyType(given)
+
     handoffs: Mapping[str, Any] = MappingProxyType({})  # transfer tool name -> Handoff
 
     def named(self, name: str | None, handoffs: Iterable[Any] | None) -> None:

@@ -129,6 +129,8 @@ class CodeActAgent(Agent):
         try:
             if own:
                 await sandbox.__aenter__()  # the worker boots while the model writes
+            async for event in run.opening(messages):  # a checklist, where one is asked for
+                yield event
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)

@@ -11,14 +11,14 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..events import Action, Event, ModelRetry, Observation, RunFinished, TokenDelta
+from ..events import Action, Checklist, Event, ModelRetry, Observation, RunFinished, TokenDelta
 from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
 from ..output import OUTPUT_RETRIES, Output, OutputError
 from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
 from ..tools.context import RunView
-from .checks import Answering
+from .checks import CHECKLIST_TOKENS, Answering, checklist_items
 from .streak import Streak, call_key
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
@@ -62,6 +62,32 @@ class LoopContext:
         self.checks_left: list[Any] = list(getattr(agent, "answer_checks", ()))
         self.task = task
         self.replies: list[str] = []  # what the model wrote, turn by turn: what checks read
+        self.checklist: list[str] = []  # the run's checklist (``Agent.checklist``), once written
+
+    async def opening(self, messages: list[Message]) -> AsyncIterator[Event]:
+        """Before the first turn: the agent's checklist (``Agent.checklist``), if it asks for
+        one - a model call of its own through the model door (no tools; its tokens are turn
+        0's), then a ``Checklist`` event (its items; none when the reply had none). The items
+        go in a message of their own right after the task, the last user message of
+        ``messages``: the task stays the task memory looks for (history goes before it)."""
+        asks = getattr(self.agent, "checklist_prompts", None)
+        if not asks:
+            return
+        from .. import prompts
+
+        texts = prompts.table("checklist")[self.lang if self.lang in ("zh", "en") else "en"]
+        ask = asks.get(self.lang) or next(iter(asks.values()))
+        async for event in self.model_turn(self.model.stream(
+                [Message.system(ask), Message.user(self.task)], max_tokens=CHECKLIST_TOKENS), 0):
+            yield event
+        assert self.response is not None
+        self.replies.pop()  # a list of behaviours, not work the answer checks should read
+        self.checklist = checklist_items(self.response.message.content)
+        yield Checklist(list(self.checklist))  # also when empty: sinks know the call ended
+        if self.checklist:
+            at = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages) - 1)
+            items = "\n".join(f"{n}. {item}" for n, item in enumerate(self.checklist, 1))
+            messages.insert(at + 1, Message.user(texts["added"].format(items=items).strip()))
 
     async def model_turn(self, chunks: AsyncIterator[Any], turn: int) -> AsyncIterator[Event]:
         """One model call as events (text as it streams, retries said); its reply is
@@ -100,11 +126,20 @@ class LoopContext:
             if self.agent.handoffs:
                 res = results[i] = self.noticed(call, res)
             if not res.is_error:
-                if streak.count and call_key(call.name, call.arguments) == streak.key:
-                    streak.count = 0  # the streak's own call worked this time
+                key = call_key(call.name, call.arguments)
+                if streak.count and (key == streak.key
+                                     or self._changes(call) and streak.changed(key)):
+                    streak.count = 0  # it worked this time, or something new changed since
             elif note := streak.settle(call_key(call.name, call.arguments), True,
                                        streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)
+
+    def _changes(self, call: ToolCall) -> bool:
+        """Whether ``call`` (which worked) may have changed what the failing action acts on -
+        a file written, a command run: the same action sent after it is a new try, not a loop.
+        Tools that say ``side_effects=False`` (a calculator, a page tried) do not."""
+        tool = self.toolbox[call.name] if call.name in self.toolbox else None
+        return bool(getattr(tool, "side_effects", False))
 
     @property
     def ended(self) -> bool:
@@ -150,7 +185,8 @@ class LoopContext:
             return self.output.correction(e, self.lang)
 
     def _reminder(self, answer: str) -> str | None:
-        answering = Answering(answer, self.task, self.lang, tuple(self.replies))
+        answering = Answering(answer, self.task, self.lang, tuple(self.replies),
+                              tuple(self.checklist))
         for check in list(self.checks_left):
             note = check(answering)
             if note:

@@ -73,6 +73,8 @@ class ReActAgent(Agent):
         answer, status, error = None, "max_turns", None
         yield RunStarted(task, self.name, self.model.name)
         try:
+            async for event in run.opening(messages):  # a checklist, where one is asked for
+                yield event
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)

@@ -71,6 +71,7 @@ class Reflexion(Agent):
     reflections; without any, the agent's own guard."""
 
     name = "reflexion"
+    takes_checklist = False  # its agent writes one, each run
 
     def __init__(self, agent: Agent, evaluator: Callable[..., Any], max_trials: int = 3, *,
                  memory: Any = None, model: Any = None, keep: int = 3, lessons: int = 3,

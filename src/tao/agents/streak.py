@@ -6,7 +6,12 @@ very same call until the turns run out; a CodeAct model re-sends the block that 
 block: its text) and how many times in a row. The second identical failure in a row is said in
 its result ("failed twice in a row; a third time ends the run"); a third identical send is not
 run at all - the run stops there with ``status="budget"`` and the reason, the history kept (the
-same way a spent budget ends it). Anything that succeeds, or fails differently, starts again.
+same way a spent budget ends it). The action working, or failing differently, starts again; so
+does a call of a tool with side effects that worked in between (a file written, a command run):
+the same action after the world changed is a new try, not a loop - once per such call: the same
+working call made again each time (a model that alternates two edits, or sends a failing call and
+a working one every turn) is part of the loop. A call of a tool marked ``side_effects=False``
+(a calculator, a page tried) in between changes nothing.
 
 It is kept by the run context, for every run - guarded or not - since a loop costs model time
 whether or not anyone audits it. The success path pays one attribute store per action.
@@ -45,6 +50,14 @@ class Streak:
         self.lang, self.limit = lang, limit
         self.key: str | None = None
         self.count = 0
+        self.changes: set[str] = set()  # the working side-effect calls seen since it began
+
+    def changed(self, key: str) -> bool:
+        """A call with side effects worked: whether it is one not made since this streak began
+        (a new change: the failing action may now work); the same call again is the loop's."""
+        new = key not in self.changes
+        self.changes.add(key)
+        return new
 
     def blocked(self, key: str) -> bool:
         return self.count >= self.limit and key == self.key
@@ -56,7 +69,7 @@ class Streak:
         if key == self.key:
             self.count += 1
         else:
-            self.key, self.count = key, 1
+            self.key, self.count, self.changes = key, 1, set()
         if self.count != self.limit:
             return ""
         return prompts.render(self._texts()["failed_again"], what=what)

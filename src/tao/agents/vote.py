@@ -78,6 +78,7 @@ class Vote(Agent):
     """``Vote(agent, n=5, *, temperature=0.7, seed=1, key=answer_key, side_effects=False)``."""
 
     name = "vote"
+    takes_checklist = False  # its agent writes one, each run
 
     def __init__(self, agent: Agent, n: int = 5, *, temperature: float = 0.7, seed: int = 1,
                  key: Callable[[str | None], Hashable] = answer_key, side_effects: bool = False,

@@ -70,12 +70,15 @@ def for_coding(model: Any) -> Any:
 
 
 #: what ``tao code`` asks about by default: commands that delete, fetch or take root
-def build_coder(model: Any, workspace: Any, max_turns: int = 15, **guard: Any) -> Any:
+def build_coder(model: Any, workspace: Any, max_turns: int = 15, *, checklist: bool = False,
+                **guard: Any) -> Any:
     """The coding agent on ``workspace`` (``tao.factory``: ReAct, text protocol, a dangerous
-    ``run_command`` asked about); ``guard``: the guardrail keywords."""
+    ``run_command`` asked about); ``guard``: the guardrail keywords; ``checklist``: the model
+    writes what a user will check before its first turn."""
     from ..factory import CODER, AgentSpec, build_agent
 
-    return build_agent(AgentSpec(CODER, max_turns, guard=guard, workspace=workspace), model)
+    return build_agent(AgentSpec(CODER, max_turns, guard=guard, workspace=workspace,
+                                 checklist=checklist), model)
 
 
 @app.command("code")
@@ -101,6 +104,10 @@ def code_command(
     trace: Annotated[Path | None, typer.Option(
         "--trace", dir_okay=False, help="Write every event to this JSONL file.")] = None,
     mcp: McpOpt = None,
+    checklist: Annotated[bool, typer.Option(
+        "--checklist", help="Before the first turn the model writes a checklist of what a user "
+        "will check (shown here), then works with it and is reminded of it before Finish.")
+    ] = False,
     guard_flags: dict[str, Any] | None = None,
     journal: JournalOpt = None,
     run_id: Annotated[str | None, typer.Option(
@@ -145,8 +152,8 @@ def code_command(
         if trace is not None:
             sinks.append(open_trace(trace))
         try:
-            result = build_coder(chosen, ws, s.max_turns, **guard).run(task, sinks,
-                                                                       run_id=run_id)
+            result = build_coder(chosen, ws, s.max_turns, checklist=checklist,
+                                 **guard).run(task, sinks, run_id=run_id)
         except KeyboardInterrupt:
             view.interrupted()
             code = 130

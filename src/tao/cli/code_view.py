@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..events import (Action, ApprovalDecided, Error, Event, FinalAnswer, ModelRetry, Observation, RunFinished,
-                      RunStarted, Thought, TokenDelta, TurnStarted)
+from ..events import (Action, ApprovalDecided, Checklist, Error, Event, FinalAnswer, ModelRetry,
+                      Observation, RunFinished, RunStarted, Thought, TokenDelta, TurnStarted)
 
 TEXTS = {
     "zh": {"task": "任务：", "workspace": "工作区：", "turn": "第 {n} 轮", "answer": "最终答案：",
@@ -26,7 +26,8 @@ TEXTS = {
            "done": "完成", "max_turns": "未完成（已达轮数上限）", "error": "出错",
            "retry": "重试（第 {n} 次，{s:.1f} 秒后）：{why}", "approved": "{tool}：已批准（{by}）",
            "rejected": "{tool}：已拒绝（{by}）", "edited": "{tool}：参数已修改（{by}），实际执行：",
-           "budget": "未完成（预算用完）"},
+           "budget": "未完成（预算用完）", "checklist": "检查清单：",
+           "writing_checklist": "正在写检查清单……"},
     "en": {"task": "Task: ", "workspace": "Workspace: ", "turn": "Turn {n}", "answer": "Final Answer: ",
            "files": "Files in {root} ({n}):", "no_files": "No files in {root} yet",
            "more": "... {n} more files", "bytes": "{n} bytes", "chars": "{n} characters",
@@ -35,7 +36,8 @@ TEXTS = {
            "done": "done", "max_turns": "stopped: turn limit reached", "error": "error",
            "retry": "retrying (attempt {n}, in {s:.1f} s): {why}", "approved": "{tool}: approved ({by})",
            "rejected": "{tool}: rejected ({by})", "edited": "{tool}: edited ({by}), runs with ",
-           "budget": "stopped: budget spent"},
+           "budget": "stopped: budget spent", "checklist": "Checklist:",
+           "writing_checklist": "writing the checklist..."},
 }
 _STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
           "error": "bold red"}
@@ -58,6 +60,11 @@ class CodeView:
 
     def __call__(self, event: Event) -> None:
         kind = type(event)
+        if kind is TokenDelta and event.turn == 0:  # the checklist: shown whole when written
+            if not self._streamed:
+                self._line((self.t["writing_checklist"], "dim"))
+                self._streamed = True
+            return
         if kind is TokenDelta:
             self.console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
             self._streamed = True
@@ -67,6 +74,10 @@ class CodeView:
         if kind is RunStarted:
             self._line((self.t["task"], "bold"), event.task, (f"  ({event.agent} · {event.model})", "dim"))
             self._line((self.t["workspace"], "bold"), str(self.root))
+        elif kind is Checklist and event.items:
+            self._line((self.t["checklist"], "bold"))
+            for n, item in enumerate(event.items, 1):
+                self._line((f"  {n}. ", "bold"), item)
         elif kind is TurnStarted:
             from rich.text import Text
 
@@ -76,7 +87,8 @@ class CodeView:
             self.console.rule(Text(self.t["turn"].format(n=event.turn), style="bold"),
                               align="left", style="dim")
         elif kind is ModelRetry:
-            self._streamed = False  # what streamed is dropped: the retry streams anew
+            if event.turn:  # what streamed is dropped: the retry streams anew (the checklist:
+                self._streamed = False  # its one "writing" line stays)
             self._line((self.t["retry"].format(n=event.attempt, s=event.delay_s, why=event.reason), "dim"))
         elif kind is Thought and not self._streamed:
             self._line(("Thought: ", "bold cyan"), event.text)

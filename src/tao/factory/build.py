@@ -93,6 +93,8 @@ def _single(spec: AgentSpec, model: Any) -> Any:
         agent = _loop(spec, model, tools, options)
     if spec.description:
         agent.description = spec.description  # what the transfer tool to it says
+    if spec.checklist:
+        agent.checklist()
     if spec.votes > 1:
         from ..agents.vote import Vote
 
@@ -127,8 +129,9 @@ def _calculators() -> list[Any]:
 def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) -> Any:
     """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
     ``run_command`` matching ``DANGEROUS`` needs approval, and so does what
-    ``require_approval`` adds. A Finish with Python files never run gets one reminder to run
-    them (``Workspace.unrun_check``)."""
+    ``require_approval`` adds. A Finish with Python files never run, or pages never tried, gets
+    one reminder to run them, with the run's checklist where it wrote one
+    (``Workspace.unrun_check``)."""
     from ..agents.react import ReActAgent
     from ..guard.policy import any_of, matches
 

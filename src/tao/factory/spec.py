@@ -29,7 +29,10 @@ class AgentSpec:
     workspace's tools only); ``guard``: the guardrail keywords of ``tao.guard.Guard`` (``deny=``,
     ``require_approval=``, ``audit=``, ``journal=``...); ``memory``: the agent's ``memory=``;
     ``votes`` > 1: inside ``tao.Vote``; ``helpers``: CodeAct's arithmetic helpers (off where a
-    benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``.
+    benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``;
+    ``checklist``: before its first turn the model writes the behaviours a user will check,
+    shown and then checked (``Agent.checklist``; off by default: on the coder it did not raise
+    the share of projects that work, BENCHMARKS.md).
 
     ``model``: a model of its own for this agent (tao.toml's ``[agents.NAME] model``), resolved
     by the door that builds it (``build_agent(..., resolve=)``), else the run's model;
@@ -54,6 +57,7 @@ class AgentSpec:
     output_type: Any = None
     output_retries: int = 1
     handoffs: Sequence[AgentSpec | str] = ()
+    checklist: bool = False  # the model first writes what a user will check (Agent.checklist)
 
     def __post_init__(self) -> None:
         name = getattr(self.agent, "value", self.agent)  # a CLI enum member is its value
@@ -68,6 +72,8 @@ class AgentSpec:
             raise ValueError(f"votes must be 1 or more, not {self.votes}")
         if self.name is not None and not self.name.strip():
             raise ValueError("an agent's name must not be empty")
+        if self.checklist and self.votes > 1:  # one checklist per sampled run: n extra calls
+            raise ValueError("an agent that votes (votes > 1) cannot write a checklist")
         if self.handoffs and self.votes > 1:  # Vote runs it n times: which chain's answer?
             raise ValueError("an agent with handoffs cannot vote (votes > 1)")
         object.__setattr__(self, "handoffs", tuple(self.handoffs))

@@ -34,7 +34,7 @@ from ..events import (
     RunFinished,
     RunStarted,
 )
-from ..messages import ToolCall
+from ..messages import Message, ToolCall
 from ..models.base import Model
 from ..tools.base import Tool, Toolbox, to_text
 from ..tools.context import RunView
@@ -171,6 +171,11 @@ class PlanExecuteAgent(Agent):
         answer, status, error = None, "error", None
         emit(RunStarted(task, self.name, self.model.name))
         try:
+            opened = [Message.user(task)]
+            async for event in context.opening(opened):  # a checklist, where one is asked for
+                emit(event)
+            run.tally.usage.add(context.usage)  # the checklist's call (nothing without one)
+            planner.notes = opened[1:]  # the planner plans with it; the step agents do not
             plan, outcomes = await self._first_plan(planner, executor, run)
             emit(PlanCreated(plan.to_dicts(), run.tally.turns, plan.answer))
             template, replans = plan.answer, 0

@@ -56,6 +56,8 @@ class Planner:
         self.messages = [Message.system(system_prompt)] if system_prompt else \
             [Message.system(self.system_prompt()), *self.example()]
         self._format: dict[str, Any] | None = None
+        #: messages that follow the task in the first plan's request (the run's checklist)
+        self.notes: list[Message] = []
 
     def system_prompt(self) -> str:
         lines = [prompts.render(self.texts["tool_line"], signature=t.signature(),
@@ -143,7 +145,7 @@ class Planner:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def plan(self, task: str) -> Plan:
-        self.messages.append(Message.user(task))
+        self.messages += [Message.user(task), *self.notes]
         return await self._ask_plan({})
 
     async def plan_streamed(self, task: str, dispatch: Callable[[Step], None]
@@ -151,7 +153,7 @@ class Planner:
         """Ask for the first plan and ``dispatch`` each step as soon as its JSON object has
         streamed in and checks out against the steps before it. Returns ``(plan, None)``, or
         ``(None, problems)`` when the reply turned out invalid (dispatching stopped there)."""
-        self.messages.append(Message.user(task))
+        self.messages += [Message.user(task), *self.notes]
         scanner, sent, problems, seen = StepScanner(), [], None, 0
 
         def on_text(chunk: str) -> None:

@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..lang import detect_language
-from ..events import (Action, ApprovalDecided, ApprovalRequested, CodeExecution, Error, Event,
+from ..events import (Action, ApprovalDecided, ApprovalRequested, Checklist, CodeExecution, Error, Event,
                       ExecutionFinished, FinalAnswer, ModelRetry, Observation, RunFinished,
                       RunStarted, Thought, TokenDelta, TurnStarted, HandedOff)
 
@@ -30,7 +30,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "summary": "{status}：{turns} 轮，{calls} 次{calls_word}{tokens}，{seconds:.2f} 秒",
         "tokens": "，tokens {p}+{c}",
         "handed": "{source} 把对话交给 {target}", "handed_done": "已转交 {target}",
-        "output": "输出（{name}）：",
+        "output": "输出（{name}）：", "checklist": "检查清单：",
     },
     "en": {
         "task": "Task: ", "turn": "Turn {n}",
@@ -40,7 +40,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "summary": "{status}: {turns} {turns_word}, {calls} {calls_word}{tokens}, {seconds:.2f} s",
         "tokens": ", tokens {p}+{c}",
         "handed": "{source} hands the conversation to {target}", "handed_done": "handed to {target}",
-        "output": "Output ({name}):",
+        "output": "Output ({name}):", "checklist": "Checklist:",
     },
 }
 _STATUS_STYLE = {"done": "bold green", "max_turns": "bold yellow", "budget": "bold yellow",
@@ -171,6 +171,13 @@ class ConsoleSink:
         self.console.rule(Text(self._texts["turn"].format(n=e.turn), style="bold"), align="left",
                           style="dim")
 
+    def _checklist(self, e: Checklist) -> None:
+        if not e.items:  # the reply listed nothing
+            return
+        self._line((self._texts["checklist"], "bold"))
+        for n, item in enumerate(e.items, 1):
+            self._line((f"  {n}. ", "bold"), item)
+
     def _thought(self, e: Thought) -> None:
         self._line(("Thought: ", "bold cyan"), e.text)
 
@@ -263,5 +270,5 @@ class ConsoleSink:
         Observation: _observation, FinalAnswer: _final_answer, Error: _error,
         RunFinished: _run_finished, CodeExecution: _code, ExecutionFinished: _execution,
         ApprovalRequested: _approval_requested, ApprovalDecided: _approval_decided,
-        HandedOff: _handed_off,
+        HandedOff: _handed_off, Checklist: _checklist,
     }

@@ -30,6 +30,7 @@ from ..events import (
     Action,
     ApprovalDecided,
     ApprovalRequested,
+    Checklist,
     CodeExecution,
     Error,
     Event,
@@ -184,6 +185,9 @@ class OtelSink:
             return
         if kind is ModelRetry:  # the call goes on
             run.span.add_event(kind.kind, _MARKS[kind](event), timestamp=at)
+            return
+        if kind is Checklist:  # the checklist's own call, before turn 1 (Agent.checklist)
+            self._chats(run, at, at)
             return
         if run.chat_at is not None:  # the first event after a model call: it has returned
             failed = kind is Error and not event.recoverable  # ...or failed, ending the run

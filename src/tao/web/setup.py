@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,8 @@ class RunRequest(BaseModel):
     #: a ``tao.Session`` the run continues and is appended to, by name - this browser
     #: session's own (``sessions.Server.conversation``), as ``tao run --session NAME``
     session: str | None = Field(default=None, min_length=1, max_length=100)
+    #: the model first writes what a user will check (``Agent.checklist``), shown in the page
+    checklist: bool = False
 
 
 @dataclass
@@ -229,7 +231,8 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
         if agent == CODER:
             for t in [*tools, *(t for s in servers for t in s)]:
                 ws.add(t)
-            spec = AgentSpec(CODER, req.max_turns, guard=guard, workspace=ws)
+            spec = AgentSpec(CODER, req.max_turns, guard=guard, workspace=ws,
+                             checklist=req.checklist)
         elif agent in tables:  # tao.toml's agent and its handoffs, all on the page's model
             from ..factory.config import load_config
             from ..factory.team import chain_spec
@@ -237,9 +240,12 @@ async def build(req: RunRequest, agent: str, *, run_id: str, extra: dict[str, An
             everything = [*tools, *servers, *([ws] if ws is not None else [])]
             spec = chain_spec(tables, agent, tools=everything or None, guard=guard,
                               max_turns=req.max_turns, base=load_config().base)
+            if req.checklist:  # the agent the user speaks to writes it
+                spec = replace(spec, checklist=True)
         else:
             everything = [*tools, *servers, *([ws] if ws is not None else [])]
-            spec = AgentSpec(agent, req.max_turns, everything or None, guard)
+            spec = AgentSpec(agent, req.max_turns, everything or None, guard,
+                             checklist=req.checklist)
         built.agent = build_agent(spec, model)
         have = {t.name for a in chain(built.agent) for t in a.toolbox}
         unknown = [n for n in req.approve if n not in have]

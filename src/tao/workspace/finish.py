@@ -48,11 +48,17 @@ class FinishChecks:
         Python files never run (where ``run_command`` exists), get one reminder naming them
         and how to check them; ``None`` when all was exercised."""
         if self._untried and "try_page" in self:  # type: ignore[operator]
-            return str(self._say("finish_untried", files=", ".join(list(self._untried)[:5])))
-        if self._commands is None or not self._unrun:
+            note = str(self._say("finish_untried", files=", ".join(list(self._untried)[:5])))
+        elif self._commands is None or not self._unrun:
             return None
-        files = list(self._unrun)
-        return str(self._say("finish_unrun", files=", ".join(files[:5]), how=self._how(files)))
+        else:
+            files = list(self._unrun)
+            note = str(self._say("finish_unrun", files=", ".join(files[:5]), how=self._how(files)))
+        checklist = getattr(answering, "checklist", ())
+        if checklist:  # what to check is what the run's checklist said a user will check
+            note += str(self._say("finish_checklist", items="\n".join(
+                f"{n}. {item}" for n, item in enumerate(checklist, 1))))
+        return note
 
     def _how(self, files: list[str]) -> str:
         """The command to suggest: the tests if any were written; a script (a main block, or

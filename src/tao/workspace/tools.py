@@ -324,7 +324,10 @@ class Workspace(FinishChecks, Toolbox):
         if done is None:
             return self._say("try_none", page=where)
         self._tried()
-        return page_try.worded(where, plan, done, self._say)
+        told = page_try.worded(where, plan, done, self._say)
+        if page_try.failed(done):  # a script threw, a step found nothing: a failed action,
+            raise WorkspaceError(told)  # so the same try sent again is a loop (agents.streak)
+        return told
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def close(self) -> None:

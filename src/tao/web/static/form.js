@@ -157,6 +157,7 @@ export class RunForm {
       ...typed.split(/[,，\s]+/).map((s) => s.trim()).filter(Boolean)];
     const body = { model, tools: checked("tools"), task, max_turns: turns, approve: [...new Set(approve)] };
     if (withAgent) body.agent = this.agent.value;
+    if (withAgent && this.form.querySelector('[name="checklist"]').checked) body.checklist = true;
     const session = this.session.value.trim();
     if (session && withAgent) body.session = session;
     const schema = this.schema.value.trim();

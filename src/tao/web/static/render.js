@@ -165,6 +165,13 @@ export class RunView {
       }
       case "error":
         return this.entry("kind.error", this.text(ev.message), ev.recoverable ? "warn" : "is-error");
+      case "checklist": { // what the user will check, written before the first turn
+        this.closeStream(ev.turn);
+        if (!(ev.items || []).length) return null; // the reply listed nothing
+        const list = el("ol", { class: "checklist" });
+        for (const item of ev.items || []) list.append(el("li", { text: item }));
+        return this.entry("kind.checklist", list);
+      }
       case "plan_created": case "replanned":
         this.closeStream(ev.turn);
         this.dag.setPlan(ev.steps || []);
