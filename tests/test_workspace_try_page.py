@@ -47,10 +47,9 @@ def test_a_handler_that_throws_is_found_by_clicking_it(browser, tmp_path):
     ws.write_file("index.html", TODO)
     assert "threw no errors" in ws.write_file("todo.js", TODO_JS)  # opening it shows nothing wrong
     told = call(ws, "try_page", page="index.html",
-                steps="type 1 buy milk\nclick Add\nclick Remove")
-    assert told.is_error  # a failed try: sent again the same, it is a loop (agents.streak)
-    assert told.content.splitlines() == [
-        "Error: WorkspaceError: Opened index.html in a headless browser and did the steps:",
+                steps="type 1 buy milk\nclick Add\nclick Remove").content
+    assert told.splitlines() == [
+        "Opened index.html in a headless browser and did the steps:",
         "1. type 1 buy milk → the page shows: Add",
         "2. click Add → the page shows: Add buy milk Remove",
         "3. click Remove → the page shows: Add buy milk Remove",
@@ -65,18 +64,12 @@ def test_steps_in_chinese_and_a_button_that_is_not_there(browser, tmp_path):
     ws.write_file("index.html", COUNTER)
     told = call(ws, "try_page", steps="点击 加一；click 加一; click 重置\nclick 清零").content
     assert told.splitlines() == [
-        "Error: WorkspaceError: 在无头浏览器里打开 index.html，逐步操作：",
+        "在无头浏览器里打开 index.html，逐步操作：",
         "1. 点击 加一 → 页面显示：1 加一 清零",
         "2. click 加一 → 页面显示：2 加一 清零",
         "3. click 重置 → 页面上找不到文字是这个的按钮或链接；页面显示：2 加一 清零",
         "4. click 清零 → 页面显示：0 加一 清零",
-        "第 3 步没能做到：页面上没有那个按钮、链接或输入框。如果任务需要它，就是页面缺了它：修好页面，"
-        "再用 try_page 重试；如果是步骤写错了，按页面上的文字和输入框编号重写步骤。"]
-    told = call(ws, "try_page", steps="click 加一; type 2 5").content  # not a page that works
-    assert told.endswith("页面上没有这个编号的输入框；页面显示：1 加一 清零\n第 2 步没能做到：页面上没有"
-                         "那个按钮、链接或输入框。如果任务需要它，就是页面缺了它：修好页面，再用 try_page "
-                         "重试；如果是步骤写错了，按页面上的文字和输入框编号重写步骤。")
-    assert "都对就调用 Finish" not in told
+        "没有脚本报错。请对照任务检查每一步之后页面显示的内容是否正确；都对就调用 Finish。"]
 
 
 @pytest.mark.parametrize("steps, says", [

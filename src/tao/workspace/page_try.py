@@ -178,10 +178,6 @@ def try_steps(root: Path, page: str, steps: list[dict[str, Any]], *, timeout: fl
     return result
 
 
-#: what a step could not do: no button or link with its text, no input box with its number
-MISSED = ("no_button", "no_input")
-
-
 def worded(page: str, plan: list[dict[str, Any]], done: dict[str, Any],
            say: Callable[..., str]) -> str:
     """The observation: each step and what the page then showed, what threw during it (and
@@ -195,16 +191,5 @@ def worded(page: str, plan: list[dict[str, Any]], done: dict[str, Any],
         lines.append(say(key, n=i, step=step["line"], shown=out["text"] or say("try_blank")))
         lines += [say("try_error", error=e["text"][:300])
                   for e in done["errors"] if e["step"] == i - 1][:3]
-    missed = [str(i) for i, out in enumerate(done["out"], 1) if out["said"] in MISSED]
-    if done["errors"]:
-        lines.append(say("try_errors"))
-    elif missed:  # the page lacks what a step needs: not a page that works
-        lines.append(say("try_missed", steps=", ".join(missed[:8])))
-    else:
-        lines.append(say("try_ok"))
+    lines.append(say("try_errors" if done["errors"] else "try_ok"))
     return "\n".join(lines)
-
-
-def failed(done: dict[str, Any]) -> bool:
-    """Whether the try failed: a script threw, or a step found nothing to act on."""
-    return bool(done["errors"]) or any(out["said"] in MISSED for out in done["out"])

@@ -324,10 +324,7 @@ class Workspace(FinishChecks, Toolbox):
         if done is None:
             return self._say("try_none", page=where)
         self._tried()
-        told = page_try.worded(where, plan, done, self._say)
-        if page_try.failed(done):  # a script threw, a step found nothing: a failed action,
-            raise WorkspaceError(told)  # so the same try sent again is a loop (agents.streak)
-        return told
+        return page_try.worded(where, plan, done, self._say)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def close(self) -> None:
