@@ -100,6 +100,19 @@ def test_tools_with_side_effects_are_refused_unless_allowed():
     Vote(ReActAgent(ScriptedModel([]), [calculate, calculator]), n=3)  # pure tools: fine
 
 
+def test_codeact_votes_with_its_arithmetic_helpers():
+    # tao eval --agent codeact --votes 3 was refused: CodeAct carries add ... avg, unmarked
+    from tao import CodeActAgent
+    from tao.factory import AgentSpec, build_agent
+
+    model, _ = answers("<solution>42</solution>", "<solution>42</solution>")
+    agent = build_agent(AgentSpec("codeact", votes=3), model)
+    assert isinstance(agent, Vote) and "add" in agent.agent.toolbox
+    result, _ = run(agent)
+    assert result.answer == "42" and result.status == "done"
+    Vote(CodeActAgent(ScriptedModel([]), sandbox="subprocess"), n=3)
+
+
 def test_bad_settings_are_clear_errors():
     agent = ReActAgent(ScriptedModel([]))
     with pytest.raises(ValueError, match="at least 1"):

@@ -9,6 +9,10 @@ Results that are whole numbers come back as ``int`` (``subtract(50, 46)`` is ``4
 and float noise is rounded away (``add(0.1, 0.2)`` is ``0.3``), because a small model copies
 whatever it prints into its answer. ``sum`` and ``avg`` take a list, so inside the sandbox
 ``sum([1, 2, 3])`` behaves as Python's own ``sum`` does.
+
+They are pure (``side_effects=False``): a resumed run simply runs them again, and ``tao.Vote``
+may repeat them - CodeAct carries them, so without it ``Vote(CodeActAgent(...))`` (``--votes``)
+was refused.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ def _tidy(x: float) -> int | float:
     return x
 
 
-@tool
+@tool(side_effects=False)
 def add(a: float, b: float) -> float:
     """Add two numbers: a + b.
 
@@ -37,7 +41,7 @@ def add(a: float, b: float) -> float:
     return _tidy(a + b)
 
 
-@tool
+@tool(side_effects=False)
 def subtract(a: float, b: float) -> float:
     """Subtract b from a: a - b.
 
@@ -48,7 +52,7 @@ def subtract(a: float, b: float) -> float:
     return _tidy(a - b)
 
 
-@tool
+@tool(side_effects=False)
 def multiply(a: float, b: float) -> float:
     """Multiply two numbers: a * b.
 
@@ -59,7 +63,7 @@ def multiply(a: float, b: float) -> float:
     return _tidy(a * b)
 
 
-@tool
+@tool(side_effects=False)
 def divide(a: float, b: float) -> float:
     """Divide a by b: a / b (b must not be 0).
 
@@ -72,7 +76,7 @@ def divide(a: float, b: float) -> float:
     return _tidy(a / b)
 
 
-@tool(name="sum")
+@tool(name="sum", side_effects=False)
 def sum_(numbers: list[float]) -> float:
     """The sum of a list of numbers: sum([1, 2, 3]) == 6.
 
@@ -85,7 +89,7 @@ def sum_(numbers: list[float]) -> float:
     return _tidy(total)
 
 
-@tool
+@tool(side_effects=False)
 def avg(numbers: list[float]) -> float:
     """The average (arithmetic mean) of a list of numbers: avg([2, 4, 9]) == 5.
 
