@@ -85,7 +85,8 @@ class LoopContext:
         self.checklist = checklist_items(self.response.message.content)
         yield Checklist(list(self.checklist))  # also when empty: sinks know the call ended
         if self.checklist:
-            at = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages) - 1)
+            at = max((i for i, m in enumerate(messages) if m.role == "user"),
+                     default=len(messages) - 1)
             items = "\n".join(f"{n}. {item}" for n, item in enumerate(self.checklist, 1))
             messages.insert(at + 1, Message.user(texts["added"].format(items=items).strip()))
 
