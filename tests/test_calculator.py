@@ -285,6 +285,10 @@ def test_calculate_refuses_lists_anywhere_else(expression, message):
     ("0.1*x = 0.3", 3),
     ("（x＋2）×3＝21".replace("＝", "="), 5),  # full-width, as typed in Chinese
     ("一个数 * 4 = 36", 9),  # an unknown named in Chinese
+    ("J + 3J = 96", 24),  # written as in a textbook: 3J is 3*J, not Python's complex 3j
+    ("2(x + 1) = 10", 4),
+    ("(x + 1)(2) = 10", 4),
+    ("2.5x - 1e2 = 0", 40),  # 1e2 stays a number
 ])
 def test_calculate_solves_a_linear_equation_in_one_unknown(equation, value):
     assert evaluate(equation) == value

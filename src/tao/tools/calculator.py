@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from typing import Literal
 
 from .base import tool
@@ -186,7 +187,8 @@ def solve(left: str, right: str) -> int | float:
     times 3 plus 17 is 80" writes exactly this, and a calculator that only said "invalid syntax"
     got the same call five times. Both sides are evaluated with the unknown at 1 and 2, and the
     line through them checked at 3 and -2, by the same whitelist; a non-linear one (``60/x = 5``, ``x*x = 9``) is refused with words."""
-    sides, equation = (left, right), f"{left} = {right}"
+    sides = (implicit_products(left), implicit_products(right))
+    equation = f"{left} = {right}"
     if not all(sides):
         raise CalculationError(f"{_EQUATION} has two sides, e.g. 3*x + 17 = 80")
     names = set()
@@ -235,6 +237,18 @@ def solve(left: str, right: str) -> int | float:
     if not math.isfinite(x):
         raise CalculationError("result is not finite")
     return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+# A number or a closing parenthesis written against a name or an opening parenthesis: ``3J``,
+# ``2(x + 1)``, ``(x + 1)(2)``. Not ``1e5`` or ``2E-3``, which are numbers.
+_IMPLICIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![eE][+-]?\d)(?=[^\W\d]|\()|(\))(?=[^\W\d]|\(|\d)")
+
+
+def implicit_products(side: str) -> str:
+    """``side`` with the products a person writes without ``*`` made explicit: an equation from
+    a model is written the way it is in a textbook (``J + 3J = 96``), and Python reads ``3J`` as
+    a complex number and ``2x`` as a syntax error."""
+    return _IMPLICIT.sub(lambda m: (m.group(1) or m.group(2)) + "*", side)
 
 
 def _value(expression: str, names: dict[str, int] | None = None) -> int | float:
