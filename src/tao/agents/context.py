@@ -19,7 +19,7 @@ from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
 from ..tools.context import RunView
 from .checks import CHECKLIST_TOKENS, Answering, checklist_items
-from .streak import Streak, call_key
+from .streak import STALE_TURNS, Streak, call_key
 
 if TYPE_CHECKING:  # the guard's and memory's run state: loaded when a run starts
     from ..guard.run import Run
@@ -51,6 +51,9 @@ class LoopContext:
         self.response: ModelResponse | None = None
         self.results: list[ToolResult] = []
         self.streak = Streak(lang)  # the same failing action again: told, then stopped
+        self.known: dict[str, str] = {}  # each working call's last result, by its key
+        #: turns in a row whose every call was made before and gave the same result again
+        self.stale = 0
         self.lang = lang
         #: the run's typed result (``tao.output``): its schema, and what validated
         self.output: Output | None = options.output
@@ -134,6 +137,26 @@ class LoopContext:
             elif note := streak.settle(call_key(call.name, call.arguments), True,
                                        streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)
+        self._learnt(calls, results)
+
+    def _learnt(self, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
+        """Counts the turns in a row that learnt nothing: every call one that worked before,
+        with the same result again (``answer_now``)."""
+        news = not calls
+        for call, res in zip(calls, results):
+            key = call_key(call.name, call.arguments)
+            news = news or res.is_error or self.known.get(key) != res.content
+            if not res.is_error:
+                self.known[key] = res.content
+        self.stale = 0 if news else self.stale + 1
+
+    @property
+    def answer_now(self) -> bool:
+        """Whether the next reply must answer instead of calling (the protocol's
+        ``answer_only``): the model made calls whose results it already had, told so, and then
+        did it again - a small model does that to the turn limit (issue 26: ``48 - 18`` sent
+        nine times, the answer 30 in hand from the first). Finished with what it has."""
+        return self.stale >= STALE_TURNS
 
     def _changes(self, call: ToolCall) -> bool:
         """Whether ``call`` (which worked) may have changed what the failing action acts on -

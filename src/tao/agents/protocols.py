@@ -44,6 +44,11 @@ class ToolsProtocol:
     def system_prompt(self, lang: str, toolbox: Toolbox) -> str:
         return prompts.template("react_tools", lang)
 
+    @staticmethod
+    def answer_only(kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The model arguments of a turn whose reply must answer, not call (``tool_choice``)."""
+        return {**kwargs, "tool_choice": "none"} if kwargs.get("tools") else kwargs
+
     def model_kwargs(self, model: Model, toolbox: Toolbox, lang: str) -> dict[str, Any]:
         return {"tools": toolbox.specs()} if len(toolbox) else {}
 
@@ -61,6 +66,12 @@ class ToolsProtocol:
 
 class _Shapes:
     """Each tool's ``ToolParams``, worked out once per toolbox (not once per turn)."""
+
+    @staticmethod
+    def answer_only(kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The text protocol keeps its arguments: its grammar is the tools' and the file
+        blocks', and the coder it serves writes files with repeated calls on purpose."""
+        return kwargs
 
     def __init__(self) -> None:
         self._shapes: tuple[Toolbox, dict[str, ToolParams]] | None = None
@@ -197,6 +208,16 @@ class JsonProtocol(_Shapes):
             return {"grammar": grammar.decision_grammar(toolbox.specs())}
         return {"response_format": {"type": "json_schema", "json_schema": {
             "name": "decision", "schema": grammar.decision_schema(toolbox.specs())}}}
+
+    @staticmethod
+    def answer_only(kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The decision object with ``"final"`` as its only action."""
+        from .. import grammar
+
+        if "grammar" in kwargs:
+            return {**kwargs, "grammar": grammar.decision_grammar([])}
+        return {**kwargs, "response_format": {"type": "json_schema", "json_schema": {
+            "name": "decision", "schema": grammar.decision_schema([])}}}
 
     def stream(self, model: Model, messages: Sequence[Message], kwargs: dict[str, Any]
                ) -> AsyncIterator[Chunk]:

@@ -25,6 +25,9 @@ from .. import prompts
 
 #: identical failures in a row after which the same action is refused and the run stops
 LIMIT = 2
+#: turns in a row that only repeat working calls (same results again), after which the next
+#: reply must be an answer (``LoopContext.answer_now``): the first repeat is told, the second ends it
+STALE_TURNS = 2
 
 
 def call_key(name: str, arguments: Any) -> str:

@@ -44,7 +44,9 @@ class Model(ABC):
     Keyword arguments of ``stream`` are hints a backend honours as far as it can:
     ``tools`` (native function calling), ``response_format`` (OpenAI's JSON-schema structured
     output), ``grammar`` (a GBNF grammar; backends without constrained decoding ignore it and
-    rely on the agent's tolerant parser), ``stop`` sequences and ``max_tokens``.
+    rely on the agent's tolerant parser), ``stop`` sequences, ``max_tokens`` and ``tool_choice``
+    (``"none"``: the tools stay in the prompt, but this reply must be text, not a call - what a
+    run asks once a model keeps making a call whose result it already has).
     """
 
     name: str = "model"
@@ -61,6 +63,7 @@ class Model(ABC):
         grammar: str | None = None,
         stop: Sequence[str] | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[Chunk]: ...
 
     async def complete(self, messages: Sequence[Message], **kwargs: Any) -> ModelResponse:

@@ -206,19 +206,23 @@ class LocalModel(Model):
         grammar: str | None = None,
         stop: Sequence[str] | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[Chunk]:
         from .. import grammar as grammars
         from . import sampling
 
         schema = ((response_format or {}).get("json_schema") or {}).get("schema")
         native = self._native(tools, schema)
+        answers = tool_choice == "none"  # the tools stay in the prompt; the reply may not call
         wire = self._wire(messages, tools, schema)
         engine = self.engine()
         if tools:  # a typed result (response_format's schema) is the final answer's own rule
-            fits = native or not (self.tool_gate and tool_gate.asks(messages)) or \
-                await asyncio.to_thread(self._tool_fits, engine, messages, tools)
-            grammar = (grammars.native_tools_grammar(tools) if native else
-                       grammars.action_grammar(tools if fits else [], answer_schema=schema))
+            fits = not answers and (
+                native or not (self.tool_gate and tool_gate.asks(messages))
+                or await asyncio.to_thread(self._tool_fits, engine, messages, tools))
+            grammar = (None if native and answers else grammars.native_tools_grammar(tools)
+                       if native else grammars.action_grammar(tools if fits else [],
+                                                             answer_schema=schema))
             response_format = None
         run = sampling.current()  # a voting run's own draw (``tao.models.sampling``)
         req = {"wire": wire, "max_tokens": max_tokens or self.max_tokens,
@@ -253,8 +257,8 @@ class LocalModel(Model):
         done = item[1]
         text = "".join(pieces)
         usage = Usage(done["prompt_tokens"], done["completion_tokens"])
-        message = (native_tools.read(text) if native else _read_action(text)) if tools \
-            else Message.assistant(text)
+        message = Message.assistant(text) if not tools or native and answers else \
+            native_tools.read(text) if native else _read_action(text)
         yield ModelResponse(message, usage, "tool_calls" if message.tool_calls else done["finish"])
 
     def _tool_fits(self, engine: Any, messages: Sequence[Message],

@@ -176,7 +176,7 @@ class OpenAIModel(StepDown, Model):
     # -- request --------------------------------------------------------------------------
     def request(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None,
                 response_format: dict[str, Any] | None = None, stop: Sequence[str] | None = None,
-                max_tokens: int | None = None) -> dict[str, Any]:
+                max_tokens: int | None = None, tool_choice: str | None = None) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for one call."""
         from . import endpoint_facts as known
 
@@ -186,6 +186,8 @@ class OpenAIModel(StepDown, Model):
             params["stream_options"] = {"include_usage": True}
         if tools:
             params["tools"] = wire_tools(tools)
+            if tool_choice is not None:
+                params["tool_choice"] = tool_choice
         if response_format is not None:
             params["response_format"] = response_format
         if stop:
@@ -219,9 +221,10 @@ class OpenAIModel(StepDown, Model):
         grammar: str | None = None,  # no GBNF in the OpenAI API: ignored (see class docstring)
         stop: Sequence[str] | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[Chunk]:
         params = self.request(messages, tools=tools, response_format=response_format, stop=stop,
-                              max_tokens=max_tokens)
+                              max_tokens=max_tokens, tool_choice=tool_choice)
         client = await self.client()
         attempt = timeouts = 0
         while True:

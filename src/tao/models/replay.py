@@ -61,8 +61,8 @@ class ReplayModel(Model):
 
     async def stream(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] | None = None,
                      response_format: dict[str, Any] | None = None, grammar: str | None = None,
-                     stop: Sequence[str] | None = None, max_tokens: int | None = None
-                     ) -> AsyncIterator[Chunk]:
+                     stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                     tool_choice: str | None = None) -> AsyncIterator[Chunk]:
         self.calls.append(list(messages))
         same = self._by_key.get(_key(messages))
         if same:

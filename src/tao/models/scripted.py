@@ -83,6 +83,7 @@ class ScriptedModel(Model):
         grammar: str | None = None,
         stop: Sequence[str] | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> AsyncIterator[Chunk]:
         prompt_chars = self._prompt_chars(messages)
         messages = list(messages)

@@ -1,0 +1,138 @@
+"""A model that keeps making a call whose result it already has is asked for its answer.
+
+Issue 26's held-back word problems ran ReAct to its turn limit: the 1.5B computed ``48 - 18``,
+got 30, was told "this call was made before, with the same result", and sent it seven more
+times. A turn whose every call repeats one that worked, with the same result, learns nothing;
+after two such turns in a row the next reply must be an answer: the tools stay in the prompt,
+but the model door is asked with ``tool_choice="none"`` (the embedded model: a grammar whose
+only action is the answer). A failing call is the streak's (``tests/test_loops.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tao import ReActAgent, ScriptedModel, calculate, tool, tool_call
+from tao.messages import Message
+from tao.models.local import LocalModel
+
+
+class Recording(ScriptedModel):
+    """A scripted model that keeps the keyword arguments of each call."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.asked: list[dict] = []
+
+    def stream(self, messages, **kwargs):
+        self.asked.append(kwargs)
+        return super().stream(messages, **kwargs)
+
+
+def choices(model: Recording) -> list:
+    return [kw.get("tool_choice") for kw in model.asked]
+
+
+def test_the_same_working_call_a_third_time_makes_the_next_reply_an_answer():
+    girls = tool_call("calculate", expression="48 * 3/8")
+    boys = tool_call("calculate", expression="48 - 18")
+    model = Recording([girls, boys, boys, boys, "男生有 30 名", "unused"])
+    result = ReActAgent(model, tools=[calculate]).run("一个班有 48 名学生，其中女生占 3/8，男生有多少名？")
+    assert (result.status, result.answer, result.turns) == ("done", "男生有 30 名", 5)
+    assert choices(model) == [None, None, None, None, "none"]
+
+
+def test_a_repeat_that_learns_something_new_is_not_a_loop():
+    """A call whose result changed (the world moved on) is news: the count starts again."""
+    state = {"n": 0}
+
+    @tool(side_effects=False)
+    def queue_length() -> int:
+        """How many jobs wait in the queue."""
+        state["n"] += 1
+        return max(0, 3 - state["n"])
+
+    poll = tool_call("queue_length")
+    model = Recording([poll, poll, poll, "the queue is empty"])
+    result = ReActAgent(model, tools=[queue_length]).run("Wait until the queue is empty.")
+    assert result.answer == "the queue is empty"
+    assert choices(model) == [None, None, None, None]
+
+
+def test_a_turn_with_one_new_call_beside_a_repeat_is_news():
+    a, b = tool_call("calculate", expression="2 + 2"), tool_call("calculate", expression="3 + 3")
+    c = tool_call("calculate", expression="4 + 4")
+    model = Recording([a, a, [a, b], [a, c], a, a, "done"])
+    ReActAgent(model, tools=[calculate]).run("Add some numbers.")
+    assert choices(model) == [None, None, None, None, None, None, "none"]
+
+
+def test_the_json_protocol_answers_under_a_grammar_with_final_as_its_only_action():
+    from tao.agents.protocols import JsonProtocol
+
+    asked = JsonProtocol.answer_only({"grammar": "root ::= ..."})
+    assert '\\"final\\"' in asked["grammar"] and '\\"action\\"' in asked["grammar"]
+    schema = JsonProtocol.answer_only({"response_format": {}})["response_format"]
+    assert schema["json_schema"]["schema"]["properties"]["action"]["enum"] == ["final"]
+
+
+# -- the model door: what each backend does with tool_choice="none" -----------------------------
+
+class Engine:
+    """A stand-in llama.cpp that keeps each request and replies with ``reply``."""
+
+    def __init__(self, reply: str):
+        self.reply, self.requests = reply, []
+
+    def call(self, op, req=None, on_text=None, cancelled=None):
+        self.requests.append((op, req))
+        if op == "generate":
+            on_text(self.reply)
+            return {"prompt_tokens": 100, "completion_tokens": 10, "finish": "stop"}
+        if op == "count":
+            return len(req["text"]) // 4
+        raise AssertionError(f"unexpected engine request {op}")
+
+
+@pytest.fixture
+def local(monkeypatch):
+    monkeypatch.setattr("tao.models.local.ensure_gguf", lambda name: Path(__file__))
+    monkeypatch.delenv("TAO_LOCAL_TOOL_GATE", raising=False)
+    monkeypatch.delenv("TAO_LOCAL_TOOLS", raising=False)
+
+    def make(reply: str, **kw):
+        m, engine = LocalModel(**kw), Engine(reply)
+        m.engine = lambda: engine  # type: ignore[method-assign]
+        return m, engine
+    return make
+
+
+def test_the_embedded_model_keeps_the_tools_in_its_prompt_but_may_only_answer(local):
+    m, engine = local(json.dumps({"thought": "I have it", "final_answer": "30"}))
+    messages = [Message.system("s"), Message.user("48 - 18?")]
+    reply = asyncio.run(m.complete(messages, tools=[calculate.spec], tool_choice="none"))
+    assert (reply.message.content, reply.message.tool_calls) == ("30", [])
+    req = next(req for op, req in engine.requests if op == "generate")
+    assert '"tool"' not in req["grammar"] and "final_answer" in req["grammar"]
+    assert "calculate" in json.dumps(req["wire"], ensure_ascii=False)  # still shown
+
+
+def test_the_native_form_answers_in_free_text(local):
+    m, engine = local("The answer is 30.", tool_format="native")
+    messages = [Message.system("s"), Message.user("48 - 18?")]
+    reply = asyncio.run(m.complete(messages, tools=[calculate.spec], tool_choice="none"))
+    assert (reply.message.content, reply.message.tool_calls) == ("The answer is 30.", [])
+    assert next(req for op, req in engine.requests if op == "generate")["grammar"] is None
+
+
+def test_an_endpoint_is_sent_tool_choice_none_with_its_tools():
+    from tao.models.openai import OpenAIModel
+
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    params = model.request([Message.user("hi")], tools=[calculate.spec], tool_choice="none")
+    assert params["tool_choice"] == "none" and params["tools"]
+    assert "tool_choice" not in model.request([Message.user("hi")], tool_choice="none")
