@@ -136,3 +136,34 @@ def test_an_endpoint_is_sent_tool_choice_none_with_its_tools():
     params = model.request([Message.user("hi")], tools=[calculate.spec], tool_choice="none")
     assert params["tool_choice"] == "none" and params["tools"]
     assert "tool_choice" not in model.request([Message.user("hi")], tool_choice="none")
+
+
+# -- CodeAct: the same block run again, with the same output again -------------------------------
+
+class GrammarRecording(Recording):
+    supports_grammar = True  # as the embedded model: the grammar of each call is what it may write
+
+
+BLOCK = "```python\ndef add_tax(price):\n    return round(price * 1.08, 2)\n```"
+
+
+def test_codeact_running_the_same_block_again_is_asked_for_its_answer_in_plain_text():
+    from tao.agents.code_blocks import ANSWER_GRAMMAR, CODE_GRAMMAR
+    from tao.agents.codeact import CodeActAgent
+
+    model = GrammarRecording([BLOCK, BLOCK, BLOCK, "add_tax is defined.", "unused"])
+    result = CodeActAgent(model, sandbox="subprocess").run("Write add_tax(price): price plus 8 %.")
+    assert (result.status, result.answer, result.tool_calls) == ("done", "add_tax is defined.", 3)
+    grammars = [kw["grammar"] for kw in model.asked]
+    assert grammars == [CODE_GRAMMAR, CODE_GRAMMAR, CODE_GRAMMAR, ANSWER_GRAMMAR]
+
+
+def test_a_block_whose_output_changes_is_news():
+    from tao.agents.code_blocks import CODE_GRAMMAR
+    from tao.agents.codeact import CodeActAgent
+
+    count = "```python\ntry:\n    n += 1\nexcept NameError:\n    n = 1\nprint(n)\n```"
+    model = GrammarRecording([count, count, count, "```python\nfinal_answer(n)\n```"])
+    result = CodeActAgent(model, sandbox="subprocess").run("Count to three.")
+    assert result.answer == "3"
+    assert [kw["grammar"] for kw in model.asked] == [CODE_GRAMMAR] * 4

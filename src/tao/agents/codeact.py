@@ -23,7 +23,7 @@ from ..models.base import Model
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, detect_language, make_guard, make_memory
-from .code_blocks import CODE_GRAMMAR, Reply, split_reply
+from .code_blocks import ANSWER_GRAMMAR, CODE_GRAMMAR, Reply, split_reply
 from .context import Reported, LoopContext
 from .streak import code_key
 
@@ -102,6 +102,13 @@ class CodeActAgent(Agent):
             return {"grammar": CODE_GRAMMAR, "max_tokens": 768}
         return {"stop": ["\nObservation:", "\n执行结果："]}
 
+    def answer_kwargs(self) -> dict[str, Any]:
+        """A turn whose reply must be the answer (``LoopContext.answer_now``): the embedded
+        model writes plain text, no block; an API model is left to the observation's nudge."""
+        if self.model.supports_grammar:
+            return {"grammar": ANSWER_GRAMMAR, "max_tokens": 256}
+        return self.model_kwargs()
+
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         from ..sandbox import SandboxError  # here, not at import: `import tao` stays cheap
 
@@ -134,8 +141,8 @@ class CodeActAgent(Agent):
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)
-                async for event in run.model_turn(run.model.stream(messages, **self.model_kwargs()),
-                                                  turn):
+                asked = self.answer_kwargs() if run.answer_now else self.model_kwargs()
+                async for event in run.model_turn(run.model.stream(messages, **asked), turn):
                     yield event
                 text = run.response.message.content
                 reply = split_reply(text)
@@ -212,31 +219,35 @@ class Blocks:
     async def run(self, reply: Reply, turn: int) -> AsyncIterator[Event]:
         guard, self.outputs = self.ctx.guard, []
         self.door.turn = turn
-        streak = self.ctx.streak
-        for i, code in enumerate(reply.blocks, 1):
-            if streak.blocked(key := code_key(code)):  # failed twice in a row as it is: stop
-                guard.stuck(None, None, streak.reason(streak.what_code()))
-            yield CodeExecution(code, turn, i)
-            pump = guard.pump(self.sandbox.execute(code, self.agent.timeout), timed=True,
-                              events=bool(self.door.names))
-            async for event in pump:  # approvals of the code's tool calls, as they come
-                yield event
-            res = self.last = pump.value
-            self.executions += 1
-            note = streak.settle(key, not res.ok, streak.what_code())  # twice: it is said
-            self.outputs.append(guard.fenced(res.to_observation(), "python") + note)
-            yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s, res.stderr,
-                                    res.killed_reason, self.outputs[-1])
-            if guard.journal is not None:  # the block and what it gave, before the next
-                guard.journal.note("code", {"turn": turn, "index": i, "code": code,
-                                            "ok": res.ok, "observation": self.outputs[-1]})
-            if res.has_final_answer:
-                self.answer, self.value = to_text(res.final_answer), res.final_answer
-                return
-            if not res.ok and i < len(reply.blocks):
-                self.outputs.append(prompts.render(self.texts["skipped"],
-                                                   count=str(len(reply.blocks) - i)))
-                return
+        streak, done = self.ctx.streak, []
+        try:
+            for i, code in enumerate(reply.blocks, 1):
+                if streak.blocked(key := code_key(code)):  # failed twice in a row as it is: stop
+                    guard.stuck(None, None, streak.reason(streak.what_code()))
+                yield CodeExecution(code, turn, i)
+                pump = guard.pump(self.sandbox.execute(code, self.agent.timeout), timed=True,
+                                  events=bool(self.door.names))
+                async for event in pump:  # approvals of the code's tool calls, as they come
+                    yield event
+                res = self.last = pump.value
+                self.executions += 1
+                note = streak.settle(key, not res.ok, streak.what_code())  # twice: it is said
+                self.outputs.append(guard.fenced(res.to_observation(), "python") + note)
+                done.append((key, not res.ok, self.outputs[-1]))
+                yield ExecutionFinished(res.stdout, res.error, turn, res.duration_s, res.stderr,
+                                        res.killed_reason, self.outputs[-1])
+                if guard.journal is not None:  # the block and what it gave, before the next
+                    guard.journal.note("code", {"turn": turn, "index": i, "code": code,
+                                                "ok": res.ok, "observation": self.outputs[-1]})
+                if res.has_final_answer:
+                    self.answer, self.value = to_text(res.final_answer), res.final_answer
+                    return
+                if not res.ok and i < len(reply.blocks):
+                    self.outputs.append(prompts.render(self.texts["skipped"],
+                                                       count=str(len(reply.blocks) - i)))
+                    return
+        finally:  # a reply that only re-ran blocks, with the same output again, is counted
+            self.ctx.learnt(done)
 
     def observation(self, reply: Reply) -> str:
         """What the model reads after the blocks: their outputs, and a nudge toward an answer."""

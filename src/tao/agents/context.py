@@ -137,17 +137,18 @@ class LoopContext:
             elif note := streak.settle(call_key(call.name, call.arguments), True,
                                        streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)
-        self._learnt(calls, results)
+        self.learnt([(call_key(c.name, c.arguments), r.is_error, r.content)
+                     for c, r in zip(calls, results)])
 
-    def _learnt(self, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
-        """Counts the turns in a row that learnt nothing: every call one that worked before,
-        with the same result again (``answer_now``)."""
-        news = not calls
-        for call, res in zip(calls, results):
-            key = call_key(call.name, call.arguments)
-            news = news or res.is_error or self.known.get(key) != res.content
-            if not res.is_error:
-                self.known[key] = res.content
+    def learnt(self, done: Sequence[tuple[str, bool, str]]) -> None:
+        """Counts the turns in a row that learnt nothing (``answer_now``): ``done`` is each
+        action of a turn - its key (``call_key``, ``code_key``), whether it failed, its result -
+        and the turn learnt nothing when every one worked before with the same result again."""
+        news = not done
+        for key, failed, content in done:
+            news = news or failed or self.known.get(key) != content
+            if not failed:
+                self.known[key] = content
         self.stale = 0 if news else self.stale + 1
 
     @property
