@@ -260,3 +260,46 @@ def test_a_write_in_between_makes_the_same_failing_call_a_new_try(tmp_path):
     model = ScriptedModel([fail, a, fail, b, fail, a, fail, b, fail, "never"])
     result = ReActAgent(model, [check, write]).run("Finish the page")
     assert result.status == "budget" and result.tool_calls == 8  # two edits, back and forth
+
+
+def test_tao_run_checklist_shows_it_before_the_first_turn(monkeypatch):
+    from typer.testing import CliRunner
+
+    from tao import cli
+
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: ScriptedModel([
+        "1. the answer is in square metres",
+        tool_call("calculate", expression="8*5"),
+        "40 square metres"]))
+    res = CliRunner().invoke(cli.app, ["run", "How large is a room of 8 m by 5 m?", "--checklist"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "Checklist:\n  1. the answer is in square metres\n" in out
+    assert out.index("Checklist:") < out.index("Turn 1") and "40 square metres" in out
+    assert "--checklist" in CliRunner().invoke(cli.app, ["run", "--help"]).stdout
+
+
+def test_tao_run_plan_checklist_is_drawn_above_the_plan(monkeypatch):
+    from typer.testing import CliRunner
+
+    from tao import cli
+
+    plan = ('{"steps": [{"id": "step1", "description": "area", "tool": "calculate", '
+            '"args": {"expression": "8*5"}, "depends_on": []}], "answer": "$step1 m2"}')
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: ScriptedModel([
+        "- the answer is in square metres", plan]))
+    res = CliRunner().invoke(cli.app, ["run", "How large is a room of 8 m by 5 m?", "--agent",
+                                       "plan", "--checklist"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "Checklist:\n  1. the answer is in square metres\n" in out
+    assert out.index("Checklist:") < out.index("Plan ·") and "40 m2" in out
+
+
+def test_a_vote_cannot_take_a_checklist_on_the_command_line():
+    from typer.testing import CliRunner
+
+    from tao import cli
+
+    res = CliRunner().invoke(cli.app, ["run", "1+1?", "--votes", "3", "--checklist"])
+    assert res.exit_code == 2 and "a checklist is for one agent's run" in res.output

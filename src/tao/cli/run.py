@@ -24,14 +24,16 @@ from .named import (AgentNameOpt, OutputTypeOpt, SessionOpt, chain, is_named, ou
 
 def build_agent(agent: str, model: Model, max_turns: int = 10,
                 tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
-                memory: Any = None, votes: int = 1) -> Agent:
+                memory: Any = None, votes: int = 1, checklist: bool = False) -> Agent:
     """The agent ``--agent`` names with ``tools`` (default: the built-in calculators). CodeAct
     adds the seed's arithmetic helpers and runs its code in a sandbox: bwrap here, or
     ``$TAO_SANDBOX``. ``guard``: the guardrails' keywords (``guard_options``); ``memory``: the
-    agent's ``memory=`` (``tao.memory.inject.Memory``); ``votes`` > 1: inside ``tao.Vote``."""
+    agent's ``memory=`` (``tao.memory.inject.Memory``); ``votes`` > 1: inside ``tao.Vote``;
+    ``checklist``: the model first writes what a user will check (``Agent.checklist``)."""
     from ..factory import AgentSpec, build_agent as build
 
-    return build(AgentSpec(agent, max_turns, tools, guard or {}, memory, votes), model)
+    return build(AgentSpec(agent, max_turns, tools, guard or {}, memory, votes,
+                           checklist=checklist), model)
 
 
 def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 10,
@@ -40,7 +42,7 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
              tools: Sequence[Any] | None = None, guard: dict[str, Any] | None = None,
              memory: Any = None, votes: int = 1, run_id: str | None = None,
              spec: Any = None, resolve: Any = None, output_type: Any = None,
-             session: Any = None) -> Result:
+             session: Any = None, checklist: bool = False) -> Result:
     """Run ``task`` the way ``tao run`` does: render it on ``console`` (a rich Console; stdout by
     default) or, with ``json_output``, print only ``Result.to_dict()`` as JSON; write a JSONL
     trace to ``trace`` when given. ``tools``, ``guard``, ``memory``: as for ``build_agent``;
@@ -48,7 +50,8 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
     ``tao.factory.AgentSpec`` instead (a named agent of tao.toml and its handoffs), built with
     ``resolve`` for the agents that name a model of their own. ``output_type``: the run's typed
     result (``Result.output``; printed as JSON after the answer); ``session``: a ``tao.Session``
-    the run starts from and is appended to. Returns the Result."""
+    the run starts from and is appended to; ``checklist``: as for ``build_agent``. Returns the
+    Result."""
     from ..sinks.console import ConsoleSink
 
     if spec is not None:
@@ -59,7 +62,8 @@ def run_task(task: str, model: Model, *, agent: str = "react", max_turns: int = 
         runner = pkg().build_agent(agent, model, max_turns, tools=tools,
                                    **({"guard": guard} if guard else {}),
                                    **({"memory": memory} if memory is not None else {}),
-                                   **({"votes": votes} if votes > 1 else {}))
+                                   **({"votes": votes} if votes > 1 else {}),
+                                   **({"checklist": True} if checklist else {}))
     sinks: list[Any] = []
     if trace is not None:
         sinks.append(open_trace(trace))
@@ -125,6 +129,10 @@ def run_command(
         "--votes", min=1, help="Self-consistency: up to N runs (the first greedy, the rest "
         "sampled) and the answer most of them reach (tao.Vote; tools without side effects).",
     )] = 1,
+    checklist: Annotated[bool, typer.Option(
+        "--checklist", help="Before the first turn the model writes a checklist of what the "
+        "answer must satisfy; it is shown, and the agent is asked to check each item.",
+    )] = False,
 ) -> None:
     """Run an agent on TASK with the built-in calculators or your own --tools.
 
@@ -139,6 +147,9 @@ def run_command(
     named = is_named(s.agent, s.config)
     if named and votes > 1:
         raise typer.BadParameter("a chain of agents cannot vote", param_hint="'--votes'")
+    if checklist and (named or votes > 1):
+        raise typer.BadParameter("a checklist is for one agent's run, not a chain or a vote",
+                                 param_hint="'--checklist'")
     typed = output_type_of(output_type, s.config)
     guard = guard_options(config=s.config, **(guard_flags or {}))
     from .runs import journal_for  # --journal / TAO_JOURNAL: tao resume can continue it
@@ -160,6 +171,8 @@ def run_command(
     more: dict[str, Any] = {"run_id": run_id} if run_id else {}
     if votes > 1:
         more["votes"] = votes
+    if checklist:
+        more["checklist"] = True
     if typed is not None:
         more["output_type"] = typed
     if session_id:

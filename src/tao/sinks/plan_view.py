@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..events import (ApprovalDecided, ApprovalRequested, Error, Event, FinalAnswer, Nested,
+from ..events import (ApprovalDecided, ApprovalRequested, Checklist, Error, Event, FinalAnswer, Nested,
                       PlanCreated, Replanned, RunFinished, RunStarted, StepFailed, StepFinished,
                       StepRetried, StepSkipped, StepStarted, TokenDelta, TurnStarted)
 from .plan_lines import MARKS, NESTED_SHOWN, WIDTH, _cut, approval_line, nested_line, runs
@@ -164,6 +164,10 @@ class PlanView:
             self.asking.pop(event.call_id, None)
             style = {"approved": "green", "edited": "yellow"}.get(event.verdict, "red")
             return Text(approval_line(event), style)
+        if kind is Checklist:  # before the plan (``Agent.checklist``): a block above it
+            self.writing = None
+            items = [f"\n  {n}. {item}" for n, item in enumerate(event.items, 1)]
+            return Text.assemble(("Checklist:", "bold"), *items) if items else None
         if kind is RunStarted:
             return Text.assemble(("Task: ", "bold"), event.task,
                                  (f"  ({event.agent} · {event.model})", "dim"))
