@@ -12,8 +12,9 @@ Runs stop as soon as no remaining run could change the winner, so agreeing runs 
 
 Every run repeats the agent's tool calls, so ``Vote`` takes only agents whose tools all say
 ``side_effects=False`` (the calculators do) unless ``side_effects=True`` says repeating them is
-fine. Answers are compared by ``key(answer)``: by default the last number when there is one
-(as ``tao eval`` scores numeric answers), else the text with case and spacing folded. A tie
+fine. Answers are compared by ``key(answer)``: by default the number the answer states when
+there is one - its last number not merely repeated from the task, as ``tao eval`` scores numeric
+answers - else the text with case and spacing folded. A tie
 goes to the answer reached first.
 
 On an endpoint model the first run uses the model's own temperature (the provider's default
@@ -30,7 +31,7 @@ from contextlib import aclosing
 from typing import Any
 
 from .. import prompts
-from ..answers import last_number
+from ..answers import stated_number
 from ..events import Event, RunFinished, RunStarted, Thought
 from ..messages import Usage
 from ..models.sampling import Sampling, sampled
@@ -66,9 +67,10 @@ def _decided(votes: dict[Hashable, list[Result]], left: int) -> bool:
     return left <= lead
 
 
-def answer_key(answer: str | None) -> Hashable:
-    """What two answers must share to count as the same vote."""
-    number = last_number(answer)
+def answer_key(answer: str | None, question: str | None = None) -> Hashable:
+    """What two answers must share to count as the same vote: the number each states (its last
+    one not merely repeated from ``question``), else the folded text."""
+    number = stated_number(answer, question)
     if number is not None:
         return number
     return re.sub(r"\s+", " ", (answer or "").strip()).casefold().rstrip(".。!！")
@@ -100,7 +102,7 @@ class Vote(Agent):
         self.model = getattr(agent, "model", None)
         self.name = f"{agent.name}-vote{n}"
 
-    def _key(self, result: Result) -> Hashable:
+    def _key(self, result: Result, task: str) -> Hashable:
         """A run's vote: with the default key, a typed result is compared as the whole value
         (its JSON), not by the last number in its text; else ``key(answer)``."""
         if result.output is not None and self.key is answer_key:
@@ -108,6 +110,8 @@ class Vote(Agent):
             from ..safe_json import dumps
 
             return ("typed", dumps(_as_json(result.output), sort_keys=True))
+        if self.key is answer_key:
+            return answer_key(result.answer, task)
         return self.key(result.answer)
 
     def _sampling(self, run: int) -> Sampling | None:
@@ -137,7 +141,7 @@ class Vote(Agent):
             usage.add(last.usage)
             turns, calls = turns + last.turns, calls + last.tool_calls
             if last.ok:
-                votes.setdefault(self._key(last), []).append(last)
+                votes.setdefault(self._key(last, task), []).append(last)
             counted = sum(map(len, votes.values()))
             lead = len(votes[_leader(votes)]) if votes else 0
             said = (last.answer or "").strip()[:80] if last.ok else \

@@ -18,11 +18,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..answers import last_number
+from ..answers import stated_number
 
 
-def is_correct(answer: str | None, expected: str | float, tol: float = 1e-6) -> bool:
-    got = last_number(answer)
+def is_correct(answer: str | None, expected: str | float, tol: float = 1e-6,
+               question: str | None = None) -> bool:
+    """Whether the number ``answer`` states (``tao.answers.stated_number``: its last number not
+    merely repeated from ``question``) is ``expected``."""
+    got = stated_number(answer, question)
     return got is not None and abs(got - float(expected)) <= tol * max(1.0, abs(float(expected)))
 
 

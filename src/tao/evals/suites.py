@@ -80,8 +80,9 @@ class Suite:
 
 
 class NumericSuite(Suite):
-    """Word problems with one numeric answer, given ``tao run``'s calculators; the last number
-    of a finished run's answer must equal ``answer`` (``tao.evals.is_correct``)."""
+    """Word problems with one numeric answer, given ``tao run``'s calculators; the number a
+    finished run's answer states - its last one not merely repeated from the question - must
+    equal ``answer`` (``tao.evals.is_correct``)."""
 
     votable = True
 
@@ -128,7 +129,7 @@ class NumericSuite(Suite):
         result = outcome.result
         if not result.ok:
             return Score(False, expected, result.error or f"no answer ({result.status})")
-        ok = is_correct(result.answer, expected)
+        ok = is_correct(result.answer, expected, question=task.prompt)
         return Score(ok, expected, None if ok else "wrong number")
 
 
