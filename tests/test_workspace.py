@@ -449,3 +449,34 @@ def test_react_agent_writes_a_script_runs_it_and_answers_with_its_output(tmp_pat
     assert [e.content for e in events if type(e) is Observation] == [
         "wrote fib.py (61 characters)", "832040\n[exit status 0]", "832041"]
     assert ws._commands.sandbox is None  # leaving `with` closed it
+
+
+# -- a whole-file rewrite that drops what the file defined (issue 27) -----------------------------
+
+def test_rewriting_a_module_without_its_function_says_what_is_gone(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    first = run(ws, "write_file", path="temp.py", content="def c2f(c):\n    return c * 9 / 5 + 32\n")
+    assert "gone" not in first.content
+    second = run(ws, "write_file", path="temp.py",
+                 content="import sys\n\nif __name__ == '__main__':\n    print(c2f(float(sys.argv[1])))\n")
+    assert not second.is_error  # written as asked; the loss is said, not refused
+    assert "what it defined before is gone now: c2f" in second.content
+    assert "append_file or edit_file" in second.content
+    assert (tmp_path / "temp.py").read_text().startswith("import sys")
+
+
+def test_a_page_rewritten_without_its_handler_says_so_in_chinese(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False, language="zh")
+    run(ws, "write_file", path="app.js",
+        content="function add() {}\nconst remove = (i) => { items.splice(i, 1); };\n")
+    res = run(ws, "write_file", path="app.js", content="function add() { render(); }\n")
+    assert "原文件里的 remove 现在没有了" in res.content
+
+
+def test_a_rewrite_that_keeps_every_definition_or_a_new_file_adds_no_note(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    run(ws, "write_file", path="m.py", content="def f():\n    return 1\n")
+    kept = run(ws, "write_file", path="m.py", content="def f():\n    return 2\n\n\ndef g():\n    pass\n")
+    fresh = run(ws, "write_file", path="notes.txt", content="def f(): not code")
+    broken = run(ws, "write_file", path="m.py", content="def f(:\n    return 3\ndef g(): pass\n")
+    assert not any("gone" in r.content for r in (kept, fresh, broken))

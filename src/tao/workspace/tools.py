@@ -123,12 +123,31 @@ class Workspace(FinishChecks, Toolbox):
         with self._refusals():
             parts = safe_path.parts_of(path)
             data = self._encoded(content)
+            gone = self._gone(parts, content)
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
             self._wrote["/".join(parts)] = _sha(data)
             self._written("/".join(parts))
-            return self._say("wrote", path="/".join(parts), chars=len(content)) + \
-                self._page_note("/".join(parts))
+            said = self._say("wrote", path="/".join(parts), chars=len(content))
+            if gone:
+                said += self._say("defs_gone", names=", ".join(gone))
+            return said + self._page_note("/".join(parts))
+
+    def _gone(self, parts: list[str], content: str) -> list[str]:
+        """The functions and classes the file had that ``content`` no longer defines: a model
+        that rewrites a module to add its ``__main__`` block drops the function it wrote before
+        (issue 27) - said in the result, not silently lost. Python and JavaScript files."""
+        from .defs import defined, kind_of
+
+        kind = kind_of(parts[-1])
+        if kind is None:
+            return []
+        try:
+            old = self._read(parts).decode("utf-8", "replace")
+        except (Refused, OSError):
+            return []  # a new file, or one we may not read: nothing to lose
+        new = set(defined(content, kind))
+        return [name for name in defined(old, kind) if name not in new]
 
     def append_file(self, path: str, content: str) -> str:
         """Add lines to the end of a file in the workspace (made if missing): long files go in parts.
