@@ -390,4 +390,4 @@ CODE_GRAMMAR = ('root ::= "```python\\n" code "```"\n'
                 'code ::= ( [^`] | "`" [^`] | "``" [^`] )*\n')
 #: A reply with no code at all - the final answer in plain text: what the embedded model may write
 #: once its blocks only repeat ones that ran before with the same output (``LoopContext.answer_now``).
-ANSWER_GRAMMAR = 'root ::= [^`\\n ] [^`]*\n' 
+ANSWER_GRAMMAR = 'root ::= [^`\\n ] [^`]*\n'
