@@ -74,10 +74,32 @@ def test_a_turn_with_one_new_call_beside_a_repeat_is_news():
 def test_the_json_protocol_answers_under_a_grammar_with_final_as_its_only_action():
     from tao.agents.protocols import JsonProtocol
 
-    asked = JsonProtocol.answer_only({"grammar": "root ::= ..."})
+    asked = JsonProtocol.answer_only({"grammar": "root ::= ..."}, ScriptedModel([]))
     assert '\\"final\\"' in asked["grammar"] and '\\"action\\"' in asked["grammar"]
-    schema = JsonProtocol.answer_only({"response_format": {}})["response_format"]
+    schema = JsonProtocol.answer_only({"response_format": {}}, ScriptedModel([]))["response_format"]
     assert schema["json_schema"]["schema"]["properties"]["action"]["enum"] == ["final"]
+
+
+def test_a_model_of_ones_own_without_the_hint_is_asked_as_before():
+    """A ``Model`` subclass whose ``stream`` names its keywords and predates ``tool_choice``
+    is not sent it (a TypeError would end the run): the loop goes on as it did."""
+    from tao.messages import Usage
+    from tao.models.base import Model, ModelResponse
+    from tao.models.scripted import _as_message
+
+    class Mine(Model):
+        name = "mine"
+
+        def __init__(self, replies):
+            self.replies = list(replies)
+
+        async def stream(self, messages, *, tools=None, response_format=None, grammar=None,
+                         stop=None, max_tokens=None):
+            yield ModelResponse(_as_message(self.replies.pop(0)), Usage(), "stop")
+
+    boys = tool_call("calculate", expression="48 - 18")
+    result = ReActAgent(Mine([boys, boys, boys, "30"]), tools=[calculate]).run("48 - 18?")
+    assert (result.status, result.answer) == ("done", "30")
 
 
 # -- the model door: what each backend does with tool_choice="none" -----------------------------

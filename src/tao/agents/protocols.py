@@ -45,9 +45,12 @@ class ToolsProtocol:
         return prompts.template("react_tools", lang)
 
     @staticmethod
-    def answer_only(kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The model arguments of a turn whose reply must answer, not call (``tool_choice``)."""
-        return {**kwargs, "tool_choice": "none"} if kwargs.get("tools") else kwargs
+    def answer_only(kwargs: dict[str, Any], model: Model) -> dict[str, Any]:
+        """The model arguments of a turn whose reply must answer, not call (``tool_choice``);
+        unchanged for a model of one's own whose ``stream`` predates the hint."""
+        if not kwargs.get("tools") or not takes_tool_choice(model):
+            return kwargs
+        return {**kwargs, "tool_choice": "none"}
 
     def model_kwargs(self, model: Model, toolbox: Toolbox, lang: str) -> dict[str, Any]:
         return {"tools": toolbox.specs()} if len(toolbox) else {}
@@ -68,7 +71,7 @@ class _Shapes:
     """Each tool's ``ToolParams``, worked out once per toolbox (not once per turn)."""
 
     @staticmethod
-    def answer_only(kwargs: dict[str, Any]) -> dict[str, Any]:
+    def answer_only(kwargs: dict[str, Any], model: Model) -> dict[str, Any]:
         """The text protocol keeps its arguments: its grammar is the tools' and the file
         blocks', and the coder it serves writes files with repeated calls on purpose."""
         return kwargs
@@ -210,7 +213,7 @@ class JsonProtocol(_Shapes):
             "name": "decision", "schema": grammar.decision_schema(toolbox.specs())}}}
 
     @staticmethod
-    def answer_only(kwargs: dict[str, Any]) -> dict[str, Any]:
+    def answer_only(kwargs: dict[str, Any], model: Model) -> dict[str, Any]:
         """The decision object with ``"final"`` as its only action."""
         from .. import grammar
 
@@ -250,6 +253,18 @@ class JsonProtocol(_Shapes):
         texts = prompts.table("json_protocol")[lang]
         note = self._notes.pop(call.id, "")
         return Message.user(prompts.render(texts["observation"], content=result.content + note))
+
+
+def takes_tool_choice(model: Model) -> bool:
+    """Whether ``model.stream`` takes the ``tool_choice`` hint (a keyword of that name, or any
+    keyword): tao's models and wrappers do; a ``Model`` subclass written before it may not."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.stream).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "tool_choice" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def action_text(call: ToolCall) -> str:

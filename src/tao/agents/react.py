@@ -78,7 +78,7 @@ class ReActAgent(Agent):
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)
-                asked = proto.answer_only(kwargs) if run.answer_now else kwargs
+                asked = proto.answer_only(kwargs, self.model) if run.answer_now else kwargs
                 async for event in run.model_turn(proto.stream(run.model, messages, asked), turn):
                     yield event
                 step = proto.read(run.response.message, lang, toolbox)
