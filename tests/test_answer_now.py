@@ -1,8 +1,8 @@
 """A model that keeps making a call whose result it already has is asked for its answer.
 
-Issue 26's held-back word problems ran ReAct to its turn limit: the 1.5B computed ``48 - 18``,
-got 30, was told "this call was made before, with the same result", and sent it seven more
-times. A turn whose every call repeats one that worked, with the same result, learns nothing;
+Three of the package's 40 calculator problems ran ReAct to its turn limit (issue 26): the 1.5B
+computed ``48 - 18``, got 30, was told "this call was made before, with the same result", and
+sent it seven more times. A turn whose every call repeats one that worked, with the same result, learns nothing;
 after two such turns in a row the next reply must be an answer: the tools stay in the prompt,
 but the model door is asked with ``tool_choice="none"`` (the embedded model: a grammar whose
 only action is the answer). A failing call is the streak's (``tests/test_loops.py``).
@@ -10,15 +10,8 @@ only action is the answer). A failing call is the streak's (``tests/test_loops.p
 
 from __future__ import annotations
 
-import asyncio
-import json
-from pathlib import Path
-
-import pytest
-
 from tao import ReActAgent, ScriptedModel, calculate, tool, tool_call
 from tao.messages import Message
-from tao.models.local import LocalModel
 
 
 class Recording(ScriptedModel):
@@ -103,53 +96,7 @@ def test_a_model_of_ones_own_without_the_hint_is_asked_as_before():
 
 
 # -- the model door: what each backend does with tool_choice="none" -----------------------------
-
-class Engine:
-    """A stand-in llama.cpp that keeps each request and replies with ``reply``."""
-
-    def __init__(self, reply: str):
-        self.reply, self.requests = reply, []
-
-    def call(self, op, req=None, on_text=None, cancelled=None):
-        self.requests.append((op, req))
-        if op == "generate":
-            on_text(self.reply)
-            return {"prompt_tokens": 100, "completion_tokens": 10, "finish": "stop"}
-        if op == "count":
-            return len(req["text"]) // 4
-        raise AssertionError(f"unexpected engine request {op}")
-
-
-@pytest.fixture
-def local(monkeypatch):
-    monkeypatch.setattr("tao.models.local.ensure_gguf", lambda name: Path(__file__))
-    monkeypatch.delenv("TAO_LOCAL_TOOL_GATE", raising=False)
-    monkeypatch.delenv("TAO_LOCAL_TOOLS", raising=False)
-
-    def make(reply: str, **kw):
-        m, engine = LocalModel(**kw), Engine(reply)
-        m.engine = lambda: engine  # type: ignore[method-assign]
-        return m, engine
-    return make
-
-
-def test_the_embedded_model_keeps_the_tools_in_its_prompt_but_may_only_answer(local):
-    m, engine = local(json.dumps({"thought": "I have it", "final_answer": "30"}))
-    messages = [Message.system("s"), Message.user("48 - 18?")]
-    reply = asyncio.run(m.complete(messages, tools=[calculate.spec], tool_choice="none"))
-    assert (reply.message.content, reply.message.tool_calls) == ("30", [])
-    req = next(req for op, req in engine.requests if op == "generate")
-    assert '"tool"' not in req["grammar"] and "final_answer" in req["grammar"]
-    assert "calculate" in json.dumps(req["wire"], ensure_ascii=False)  # still shown
-
-
-def test_the_native_form_answers_in_free_text(local):
-    m, engine = local("The answer is 30.", tool_format="native")
-    messages = [Message.system("s"), Message.user("48 - 18?")]
-    reply = asyncio.run(m.complete(messages, tools=[calculate.spec], tool_choice="none"))
-    assert (reply.message.content, reply.message.tool_calls) == ("The answer is 30.", [])
-    assert next(req for op, req in engine.requests if op == "generate")["grammar"] is None
-
+# (the embedded model's side is in tests/test_tool_gate.py, beside the gate's answer-only reply)
 
 def test_an_endpoint_is_sent_tool_choice_none_with_its_tools():
     from tao.models.openai import OpenAIModel

@@ -121,3 +121,25 @@ def test_the_real_model_answers_a_question_of_knowledge_with_no_tool_call(local_
     gated = LocalModel(tool_gate=0.72)  # shares the fixture's loaded weights (same file)
     result = ReActAgent(gated, tools=[calculate, calculator]).run("日本的首都是哪座城市？")
     assert result.tool_calls == 0 and "东京" in (result.answer or "")
+
+
+# -- tool_choice="none": the reply may only answer, whatever the gate says ---------------------
+
+def test_tool_choice_none_keeps_the_tools_in_the_prompt_but_the_reply_may_only_answer(model):
+    """What a run asks once a model keeps making a call whose result it already has
+    (``LoopContext.answer_now``, tests/test_answer_now.py)."""
+    m, engine = model(1.0, json.dumps({"thought": "I have it", "final_answer": "30"}))
+    messages = [Message.system("s"), Message.user("48 - 18?")]
+    reply = asyncio.run(m.complete(messages, tools=[calculate.spec], tool_choice="none"))
+    assert (reply.message.content, reply.message.tool_calls) == ("30", [])
+    req = next(req for op, req in engine.requests if op == "generate")
+    assert '"tool"' not in req["grammar"] and "final_answer" in req["grammar"]
+    assert "calculate" in json.dumps(req["wire"], ensure_ascii=False)  # still shown
+
+
+def test_tool_choice_none_in_the_native_form_is_free_text(model):
+    m, engine = model(1.0, "The answer is 30.", tool_format="native")
+    messages = [Message.system("s"), Message.user("48 - 18?")]
+    reply = asyncio.run(m.complete(messages, tools=[calculate.spec], tool_choice="none"))
+    assert (reply.message.content, reply.message.tool_calls) == ("The answer is 30.", [])
+    assert next(req for op, req in engine.requests if op == "generate")["grammar"] is None

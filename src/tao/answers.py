@@ -12,16 +12,12 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
 def last_number(text: str | None) -> float | None:
     """The last number written in ``text`` (thousands separators allowed), or None."""
-    found = _NUMBER.findall((text or "").replace("，", " "))
-    for raw in reversed(found):
-        try:
-            return float(raw.replace(",", ""))
-        except ValueError:
-            continue
-    return None
+    found = _numbers(text)
+    return found[-1] if found else None
 
 
 def _numbers(text: str | None) -> list[float]:
+    """Every number written in ``text``, in order."""
     out = []
     for raw in _NUMBER.findall((text or "").replace("，", " ")):
         try:

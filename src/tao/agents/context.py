@@ -126,19 +126,19 @@ class LoopContext:
         for call in calls:
             yield Action(self.guard.shown(call), turn)
         self.results = results = await self.door.execute_all(calls)
+        done = []
         for i, (call, res) in enumerate(zip(calls, results)):
             if self.agent.handoffs:
                 res = results[i] = self.noticed(call, res)
+            key = call_key(call.name, call.arguments)
+            done.append((key, res.is_error, res.content))
             if not res.is_error:
-                key = call_key(call.name, call.arguments)
                 if streak.count and (key == streak.key
                                      or self._changes(call) and streak.changed(key)):
                     streak.count = 0  # it worked this time, or something new changed since
-            elif note := streak.settle(call_key(call.name, call.arguments), True,
-                                       streak.what_call(call.name)):
+            elif note := streak.settle(key, True, streak.what_call(call.name)):
                 results[i] = replace(res, content=res.content + note)
-        self.learnt([(call_key(c.name, c.arguments), r.is_error, r.content)
-                     for c, r in zip(calls, results)])
+        self.learnt(done)
 
     def learnt(self, done: Sequence[tuple[str, bool, str]]) -> None:
         """Counts the turns in a row that learnt nothing (``answer_now``): ``done`` is each
