@@ -21,7 +21,7 @@ from plan_scripts import (
     step,
 )
 
-from tao import ReActAgent, ScriptedModel, calculator, tool, tool_call
+from tao import ReActAgent, ScriptedModel, calculate, calculator, tool, tool_call
 from tao.events import (
     Error,
     Nested,
@@ -173,6 +173,25 @@ def test_an_invalid_plan_goes_back_with_the_precise_error_and_the_fix_runs(probl
     assert len(errors) == 1 and errors[0].recoverable and message in errors[0].message
     assert (result.status, result.answer, result.turns, result.tool_calls) == ("done", "他还剩 4 元", 2, 4)
     assert len(of(events, PlanCreated)) == 1
+
+
+def test_a_result_named_without_its_dollar_goes_back_before_anything_runs():
+    def plan(expression):
+        return plan_reply({"steps": [
+            {"id": "step1", "description": "sold in the morning", "tool": "calculate",
+             "args": {"expression": "0.35*480"}, "depends_on": []},
+            {"id": "step2", "description": "apples left", "tool": "calculate",
+             "args": {"expression": expression}, "depends_on": ["step1"] if "$" in expression else []}],
+            "answer": "$step2 apples are left"})
+
+    model = ScriptedModel([plan("480 - step1.result - 120"), plan("480 - $step1 - 120")])
+    result, events = run(PlanExecuteAgent(model, [calculate]), "A store had 480 apples ...")
+    assert (result.answer, result.turns, result.tool_calls) == ("192 apples are left", 2, 2)
+    [error] = of(events, Error)
+    assert ("step2's expression writes 'step1.result', which the tool would get as it is; write "
+            "$step1 where the result of step1 belongs") in error.message
+    # nothing ran before the fix: each step started once
+    assert sorted(e.step_id for e in of(events, StepStarted)) == ["step1", "step2"]
 
 
 def test_invalid_plans_are_bounded_then_the_run_fails_clearly():
@@ -583,3 +602,20 @@ def test_a_replan_under_the_grammar_continues_the_numbering_and_may_use_finished
     tools = Toolbox([calculator, lookup])
     assert model.grammars == [plan_grammar(tools),
                               plan_grammar(tools, first=3, finished=["step1"])]
+
+
+def test_a_dollar_number_is_money_unless_a_step_has_that_number():
+    from tao.plan.schema import PlanInvalid, parse_plan
+
+    def plan(expression):
+        return plan_reply({"steps": [
+            {"id": "step1", "description": "discount", "tool": "calculate",
+             "args": {"expression": "0.25 * 40"}, "depends_on": []},
+            {"id": "step2", "description": "change", "tool": "calculate",
+             "args": {"expression": expression}, "depends_on": []}]})
+
+    tools = Toolbox([calculate])
+    assert parse_plan(plan("$50 - 30"), tools).steps[1].args == {"expression": "$50 - 30"}
+    with pytest.raises(PlanInvalid, match=r"writes '\$1': write \$step1 for the result of step1, "
+                                          r"or 1 for the number"):
+        parse_plan(plan("$50 - $1"), tools)

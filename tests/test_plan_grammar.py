@@ -84,3 +84,56 @@ def test_agent_steps_take_references_in_their_instruction():
     agent = {"id": "step2", "description": "explain", "instruction": "用中文解释 $step1 的含义"}
     assert accepts(g, plan(expr(1, "6 * 7"), agent))
     assert not accepts(g, plan(expr(1, "6 * 7"), {**agent, "instruction": "explain $step2"}))
+
+
+def test_a_review_names_a_finished_step_or_goes_on_numbering():
+    review = plan_grammar(TOOLS, first=3, finished=["step1", "step2"], review=True)
+    assert accepts(review, '{"answer": "$step2"}')
+    assert accepts(review, plan(expr(3, "$step1 - 57")))
+    assert not accepts(review, '{"answer": "$step3"}')  # not a finished step
+    assert not accepts(review, '{"answer": "265"}')  # a number of its own, not a result
+    assert not accepts(review, plan(expr(1, "1 + 1")))  # step1 already ran
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_worked_plans_are_what_the_grammar_lets_the_model_write(lang):
+    from tao.plan.planner import Planner
+
+    class Embedded:
+        name, supports_grammar = "embedded", True
+
+    planner = Planner(Embedded(), TOOLS, print, None, lang=lang)
+    example = planner.messages[2].content  # the worked plan, as the planner's own reply
+    assert accepts(GRAMMAR, example)
+    # more than one step, and the last one uses the results before it (small models copy the
+    # example's shape: a one-step example taught one-step plans)
+    steps = parse_plan(example, TOOLS, constrained=True).steps
+    assert len(steps) >= 3 and steps[-1].depends_on
+
+
+def test_a_plan_of_twelve_steps_fits_in_what_the_planner_lets_it_take():
+    from grammar_check import _vocab
+
+    from tao import ScriptedModel
+    from tao.plan.agent import PlanExecuteAgent
+    from tao.plan.planner import PLAN_TOKENS
+
+    steps = [calc(1, "multiply", 3, 12, "三本书一共多少钱，按每本的价钱乘以本数")]
+    steps += [calc(n, "add", f"$step{n - 1}", n, "把下一笔钱加到前面算出的总数上")
+              for n in range(2, MAX_CONSTRAINED_STEPS + 1)]
+    reply = plan(*steps)
+    _, llm, _ = _vocab()
+    tokens = len(llm.tokenize(reply.encode(), add_bos=False, special=False))
+    assert accepts(GRAMMAR, reply) and 512 < tokens < PLAN_TOKENS  # the model's default cut it
+
+    caps = []
+
+    class Embedded(ScriptedModel):
+        supports_grammar = True
+
+        def stream(self, messages, **kwargs):
+            caps.append(kwargs.get("max_tokens"))
+            return super().stream(messages, **kwargs)
+
+    result = PlanExecuteAgent(Embedded([reply]), TOOLS).run("算一下")
+    assert result.status == "done" and caps == [PLAN_TOKENS]

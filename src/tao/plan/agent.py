@@ -3,9 +3,11 @@
 The loop: the planner's model call returns a plan (validated; an invalid one goes back with its
 problems); the executor runs each step the moment its own dependencies are done; a step that
 fails after its retries skips its dependents and, once the rest has run, the planner is asked for
-a plan of the remaining work (at most ``max_replans`` times). The answer is the plan's answer
-template filled with results - no further model call - or, when the plan has none, one short
-synthesis call. The parts live in ``tao.plan``.
+a plan of the remaining work (at most ``max_replans`` times). With ``max_reviews``, a plan that
+ran through without an answer of its own is shown its results: the planner names the one that
+answers the task, or adds the steps still missing. The answer is the plan's answer template (or
+the result the review named) filled with results - no further model call - or, when there is
+none, one short synthesis call. The parts live in ``tao.plan``.
 
 Accounting: ``Result.turns`` is the number of model (LLM) calls of the run, sub-agents' included:
 the seed 小明 task is 1 (the plan, whose answer is ``$step4``). ``Result.tool_calls`` counts tool
@@ -71,7 +73,10 @@ class PlanExecuteAgent(Agent):
     planner gives an ``instruction`` instead of a tool call; it gets the instruction and the
     results of the step's dependencies, and its events appear in this agent's stream as
     ``Nested``. Without it every step must call a tool. ``max_fixes``: how many times an invalid
-    plan goes back to the planner. ``step_timeout`` (seconds) bounds each attempt of a step;
+    plan goes back to the planner. ``max_reviews``: how many times a plan that ran through without
+    an answer of its own is shown its results and asked which one answers the task, or which
+    steps are missing (0: the step nothing depends on is the answer, or one synthesis call;
+    measured in BENCHMARKS.md). ``step_timeout`` (seconds) bounds each attempt of a step;
     ``retry_backoff`` is the first retry's delay (doubling after).
 
     ``executor="ray"`` runs the tool steps as Ray tasks with the same scheduling and events
@@ -95,7 +100,8 @@ class PlanExecuteAgent(Agent):
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  step_agent: Agent | Callable[[], Agent] | None = None, max_replans: int = 2,
                  max_retries: int = 3, concurrency: int = 8, executor: str = "async",
-                 max_fixes: int = 2, step_timeout: float | None = None,
+                 max_fixes: int = 2, max_reviews: int = 0,
+                 step_timeout: float | None = None,
                  retry_backoff: float = 0.5, stream_plan: bool = False,
                  language: str | None = None, system_prompt: str | None = None,
                  ray_options: dict[str, Any] | None = None, memory: Any = None,
@@ -104,7 +110,7 @@ class PlanExecuteAgent(Agent):
         if executor not in ("async", "ray"):
             raise ValueError(f"executor={executor!r} is not available; use 'async' or 'ray'")
         for value, what in ((max_replans, "max_replans"), (max_retries, "max_retries"),
-                            (max_fixes, "max_fixes")):
+                            (max_fixes, "max_fixes"), (max_reviews, "max_reviews")):
             if value < 0:
                 raise ValueError(f"{what} must be 0 or more")
         if concurrency < 1:
@@ -122,6 +128,7 @@ class PlanExecuteAgent(Agent):
         self.ray_options = dict(ray_options or {})
         self.step_agent = step_agent
         self.max_replans, self.max_retries, self.max_fixes = max_replans, max_retries, max_fixes
+        self.max_reviews = max_reviews
         self.concurrency = concurrency
         self.executor = executor
         self.step_timeout = step_timeout
@@ -178,7 +185,7 @@ class PlanExecuteAgent(Agent):
             planner.notes = opened[1:]  # the planner plans with it; the step agents do not
             plan, outcomes = await self._first_plan(planner, executor, run)
             emit(PlanCreated(plan.to_dicts(), run.tally.turns, plan.answer))
-            template, replans = plan.answer, 0
+            template, replans, reviews = plan.answer, 0, 0
             while True:
                 if outcomes is None:
                     run.steps.update((s.id, s) for s in plan.steps)
@@ -188,18 +195,26 @@ class PlanExecuteAgent(Agent):
                     break
                 troubles = [o for o in outcomes.values() if o.status != "done"]
                 if not troubles:
-                    break
-                failed = next(o for o in troubles if o.status == "failed")
-                if replans >= self.max_replans:
-                    raise PlanFailed(f"{failed.step.id} failed after {failed.attempts} "
-                                     f"attempt(s): {failed.text}"
-                                     + (f" (no re-plans left: {replans} made)" if replans else ""))
-                replans += 1
-                plan, reason = await planner.replan(task, run.done, troubles, run.results)
-                emit(Replanned(replans, reason, plan.to_dicts(), run.tally.turns, plan.answer))
+                    if plan.answer_given or reviews >= self.max_reviews or not run.done:
+                        break
+                    reviews += 1  # do the results answer the task, or is a step missing?
+                    plan = await planner.review(task, run.done, run.results)
+                    if not plan.steps:
+                        template = plan.answer
+                        break
+                    reason, template = prompts.table("plan")[lang]["reviewed"], plan.answer
+                else:
+                    failed = next(o for o in troubles if o.status == "failed")
+                    if replans >= self.max_replans:
+                        left = f" (no re-plans left: {replans} made)" if replans else ""
+                        raise PlanFailed(f"{failed.step.id} failed after {failed.attempts} "
+                                         f"attempt(s): {failed.text}{left}")
+                    replans += 1
+                    plan, reason = await planner.replan(task, run.done, troubles, run.results)
+                emit(Replanned(replans + reviews, reason, plan.to_dicts(), run.tally.turns,
+                               plan.answer))
                 outcomes = None
-                if plan.answer is not None:
-                    template = plan.answer
+                template = plan.answer if plan.answer is not None else template
             answer = None if context.ended else _templated(context, template, run.results)
             if answer is None and not context.ended:  # no template, or not of the type asked
                 answer = await planner.synthesize(task, run.done, context.output, lang)

@@ -86,8 +86,11 @@ def _step_schema(toolbox: Toolbox, agent_steps: bool, step_id: str, allowed: lis
 
 
 def plan_grammar(toolbox: Toolbox, agent_steps: bool = False, *, first: int = 1,
-                 finished: Iterable[str] = ()) -> str:
-    """GBNF for ``{"steps": [...]}`` whose k-th step is ``step{first + k}`` (see the module)."""
+                 finished: Iterable[str] = (), review: bool = False) -> str:
+    """GBNF for ``{"steps": [...]}`` whose k-th step is ``step{first + k}`` (see the module).
+
+    ``review``: the reply to a review (``Planner.review``) - those steps, or ``{"answer":
+    "$stepK"}`` naming the finished step whose result answers the task."""
     conv = _converter(["id", "description", "tool", "args", "instruction"])
     _visit(conv, {"type": "string"}, "text")  # brings in the JSON ``char`` rule
     done = [i for i in dict.fromkeys(finished)]
@@ -102,6 +105,14 @@ def plan_grammar(toolbox: Toolbox, agent_steps: bool = False, *, first: int = 1,
     for k in range(MAX_CONSTRAINED_STEPS - 1, 0, -1):  # the optional tail after step k
         rest = conv._add_rule(f"after{k}", f'("," space {rules[k]} {rest}) | ""')
     key = conv._format_literal(json.dumps("steps"))
-    conv._add_rule("root", f'"{{" space {key} space ":" space "[" space {rules[0]} {rest} '
-                           f'"]" space "}}" space')
+    plan = conv._add_rule("plan", f'"{{" space {key} space ":" space "[" space {rules[0]} {rest} '
+                                  f'"]" space "}}" space')
+    if review and done:
+        answer = conv._format_literal(json.dumps("answer"))
+        refs = " | ".join(conv._format_literal(json.dumps(f"${i}")) for i in done)
+        verdict = conv._add_rule("verdict", f'"{{" space {answer} space ":" space ({refs}) space '
+                                            f'"}}" space')
+        conv._add_rule("root", f"{verdict} | {plan}")
+    else:
+        conv._add_rule("root", plan)
     return conv.format_grammar()

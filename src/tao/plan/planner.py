@@ -1,8 +1,10 @@
 """The planner: the model calls of a Plan-and-Execute run, in one conversation.
 
 ``plan`` asks for the first plan, ``replan`` for a plan of the remaining work after a failure,
-``synthesize`` for the answer when the plan has no answer template. An invalid plan goes back to
-the model with the precise problems (``PlanInvalid``), at most ``max_fixes`` times per plan;
+``review`` (opt-in) whether the results of a plan that ran through answer the task or which steps
+are still missing, ``synthesize`` for the answer when the plan has no answer template. An invalid
+plan goes back to the model with the precise problems (``PlanInvalid``), at most ``max_fixes``
+times per plan;
 then ``PlanFailed`` ends the run. Every call is one turn: ``TurnStarted``, streamed
 ``TokenDelta``s, ``ModelRetry``; the plan is asked for with ``response_format`` (a JSON schema),
 which the embedded model turns into a grammar.
@@ -24,6 +26,11 @@ from ..tools.base import Toolbox
 from .executor import Outcome
 from .schema import Plan, PlanInvalid, Step, parse_plan, response_format
 from .streaming import StepScanner, read_step
+
+
+#: what a plan under the grammar may take: its 12 steps (``MAX_CONSTRAINED_STEPS``) fit, where the
+#: embedded model's 512 cut longer plans mid-string and the fixes were cut the same way
+PLAN_TOKENS = 1536
 
 
 class PlanFailed(TaoError):
@@ -75,12 +82,11 @@ class Planner:
         if ex is None:
             return []
         plan = ex["plan"]
-        if self.constrained:  # show the plan as the grammar lets it be written (``plan_schema``)
-            plan = json.loads(plan)
-            plan.pop("answer", None)
-            for step in plan["steps"]:
+        if self.constrained:  # show the plan as the grammar lets it be written (``plan_grammar``)
+            shown = json.loads(plan)
+            for step in shown["steps"]:
                 step.pop("depends_on", None)
-            plan = json.dumps(plan, ensure_ascii=False)
+            plan = json.dumps({"steps": shown["steps"]}, ensure_ascii=False)
         return [Message.user(ex["task"]), Message.assistant(plan)]
 
     # -- model calls ----------------------------------------------------------------------
@@ -120,20 +126,23 @@ class Planner:
 
     async def _call_plan(self, on_text: Callable[[str], None] | None = None,
                          on_retry: Callable[[], None] | None = None, first: int = 1,
-                         finished: Iterable[str] = ()) -> Message:
+                         finished: Iterable[str] = (), review: bool = False) -> Message:
         if self.constrained:  # numbered in order, references only backwards (``plan.grammar``)
             from .grammar import plan_grammar
 
-            gbnf = plan_grammar(self.toolbox, self.agent_steps, first=first, finished=finished)
-            return await self.call(on_text, on_retry, grammar=gbnf)
-        return await self.call(on_text, on_retry, response_format=self.format)
+            gbnf = plan_grammar(self.toolbox, self.agent_steps, first=first, finished=finished,
+                                review=review)
+            return await self.call(on_text, on_retry, grammar=gbnf, max_tokens=PLAN_TOKENS)
+        fmt = response_format(self.toolbox, self.agent_steps, review=True) if review else self.format
+        return await self.call(on_text, on_retry, response_format=fmt)
 
-    async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0, first: int = 1) -> Plan:
+    async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0, first: int = 1,
+                        review: bool = False) -> Plan:
         for fix in range(tried, self.max_fixes + 1):
-            reply = await self._call_plan(first=first, finished=finished)
+            reply = await self._call_plan(first=first, finished=finished, review=review)
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
-                                  finished=finished, constrained=self.constrained)
+                                  finished=finished, constrained=self.constrained, review=review)
             except PlanInvalid as e:
                 problems = str(e) if str(e).startswith("-") else f"- {e}"
                 if fix == self.max_fixes:
@@ -233,6 +242,19 @@ class Planner:
             self.texts["replan"], task=task, finished=self.results(done), failure=failure,
             next_id=self._next_id(finished, troubles))))
         return await self._ask_plan(finished, first=int(self._next_id(finished, troubles)[4:])), failure
+
+    async def review(self, task: str, done: Sequence[Outcome], finished: Mapping[str, Any]) -> Plan:
+        """After a plan ran through: a plan with no steps whose answer names the result that
+        answers the task, or the steps still missing (numbered on, using the results).
+
+        A plan is written before any result is seen, and a small model often stops one step
+        short (the trees in the rows counted, the 57 sold not taken off) or answers with an
+        intermediate result; ReAct sees each result before its next move. This is the dynamic
+        Plan-and-Execute of the seed's closing note and LangGraph's re-planner."""
+        next_id = self._next_id(finished, ())
+        self.messages.append(Message.user(prompts.render(
+            self.texts["review"], task=task, results=self.results(done), next_id=next_id)))
+        return await self._ask_plan(finished, first=int(next_id[4:]), review=True)
 
     async def synthesize(self, task: str, outcomes: Sequence[Outcome], output: Any = None,
                          lang: str = "en") -> str:

@@ -63,6 +63,10 @@ class Step:
 class Plan:
     steps: list[Step]
     answer: str | None = None  # a template with $stepN references; None: a synthesis call
+    #: the planner wrote the answer (a template, or a step marked final); False when it was read
+    #: off the plan's shape (the one step nothing depends on) or is missing: such a plan is
+    #: reviewed once it ran (``PlanExecuteAgent(max_reviews=)``)
+    answer_given: bool = True
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The DAG as plain JSON data (what ``PlanCreated`` carries)."""
@@ -82,7 +86,7 @@ MAX_CONSTRAINED_STEPS = 12
 
 
 def plan_schema(toolbox: Toolbox, agent_steps: bool = False, *,
-                constrained: bool = False) -> dict[str, Any]:
+                constrained: bool = False, review: bool = False) -> dict[str, Any]:
     """The JSON schema of a plan for these tools, for ``response_format`` (and, on the embedded
     model, a grammar). Each tool's arguments keep their own schema but also accept a reference.
 
@@ -97,7 +101,10 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False, *,
     - there is no answer template: the answer is the result of the step nothing depends on
       (or, when there are several, one synthesis call). Small models wrote numbers of their
       own into templates ("32" for 15 + 27), arithmetic ("$50 - $75 = $25"), and copied the
-      worked example's story ("图书馆现在有 42 本书" for 15 + 27)."""
+      worked example's story ("图书馆现在有 42 本书" for 15 + 27).
+
+    ``review``: the reply to a review (``Planner.review``), where ``{"answer": "$step3"}`` alone
+    (no steps) says the results answer the task."""
     ids = {"type": "string", "pattern": "^step[0-9]+$"}
     common = {"id": ids, "description": {"type": "string"}}
     deps = {} if constrained else \
@@ -118,16 +125,21 @@ def plan_schema(toolbox: Toolbox, agent_steps: bool = False, *,
     step = variants[0] if len(variants) == 1 else {"anyOf": variants}
     steps = {"type": "array", "minItems": 1, "items": step}
     if constrained:
-        return {"type": "object", "additionalProperties": False, "required": ["steps"],
-                "properties": {"steps": {**steps, "maxItems": MAX_CONSTRAINED_STEPS}}}
-    return {"type": "object", "additionalProperties": False, "required": ["steps"],
-            "properties": {"steps": steps, "answer": {"type": "string"}}}
+        steps["maxItems"] = MAX_CONSTRAINED_STEPS
+    plan = {"type": "object", "additionalProperties": False, "required": ["steps"],
+            "properties": {"steps": steps} if constrained and not review
+            else {"steps": steps, "answer": {"type": "string"}}}
+    if review:  # the answer alone: nothing is left to do
+        plan["required"] = []
+        steps.pop("minItems")
+    return plan
 
 
 def response_format(toolbox: Toolbox, agent_steps: bool = False, *,
-                    constrained: bool = False) -> dict[str, Any]:
+                    constrained: bool = False, review: bool = False) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {
-        "name": "plan", "schema": plan_schema(toolbox, agent_steps, constrained=constrained)}}
+        "name": "plan", "schema": plan_schema(toolbox, agent_steps, constrained=constrained,
+                                              review=review)}}
 
 
 def infer_dependencies(steps: list[Step], in_plan: set[str]) -> list[Step]:
@@ -249,16 +261,20 @@ def _where(loc: tuple[Any, ...]) -> str:
 
 
 def parse_plan(text: str, toolbox: Toolbox, *, agent_steps: bool = False,
-               finished: Mapping[str, Any] | None = None, constrained: bool = False) -> Plan:
+               finished: Mapping[str, Any] | None = None, constrained: bool = False,
+               review: bool = False) -> Plan:
     """The plan in a planner's reply, checked against the tools; ``PlanInvalid`` lists what is
     wrong. ``finished`` holds the results of steps run before (a re-plan may use them).
     ``constrained``: written under a grammar - ``depends_on`` is read off the references and the
-    answer is the one step nothing depends on (see ``plan_schema``)."""
+    answer is the one step nothing depends on (see ``plan_schema``). ``review``: a reply to a
+    review, where ``{"answer": "$step3"}`` alone is a plan with no steps left."""
     from pydantic import ValidationError
 
     value = _normalise(load_json(text))
     if not isinstance(value, dict):
         raise PlanInvalid(f'expected a JSON object {{"steps": [...]}}, got {type(value).__name__}')
+    if review and "steps" not in value and finished:
+        value["steps"] = []
     try:
         model = _plan_model().model_validate(value)
     except ValidationError as e:
@@ -271,7 +287,8 @@ def parse_plan(text: str, toolbox: Toolbox, *, agent_steps: bool = False,
     if constrained:
         steps = infer_dependencies(steps, {s.id for s in steps} - set(finished or {}))
     answer = model.answer
-    if constrained and answer is None and not any(s.final for s in model.steps):
+    given = answer is not None or any(s.final for s in model.steps)
+    if constrained and not given:
         sinks = [s.id for s in steps if not any(s.id in t.depends_on for t in steps)]
         answer = f"${sinks[0]}" if len(sinks) == 1 else None
     finals = [s.id for s in model.steps if s.final]
@@ -287,4 +304,4 @@ def parse_plan(text: str, toolbox: Toolbox, *, agent_steps: bool = False,
                    for r in references(answer) if r not in known]
     if errors:
         raise PlanInvalid("\n".join(f"- {e}" for e in errors))
-    return Plan(steps, answer)
+    return Plan(steps, answer, given)

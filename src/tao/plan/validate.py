@@ -6,7 +6,11 @@
 - ``depends_on`` names steps of the plan (a *missing* dependency) and, for a tool step, only steps
   whose result it uses (an *extra* one: it would only hold the step back);
 - every ``$stepN`` it uses is in its ``depends_on`` (or already ran);
-- the dependencies form no cycle (Kahn's algorithm; the cycle found is spelled out).
+- the dependencies form no cycle (Kahn's algorithm; the cycle found is spelled out);
+- a tool's argument does not name a step's result without its ``$`` (``480 - step1.result``, or
+  ``step7`` in an expression): the tool would get the words, and fail or compute the wrong thing
+  (the 1.5B wrote both, and repeated them through every re-plan that only saw the tool's error);
+  nor as ``$1`` while there is a step1 (a number, or step1's result?).
 """
 
 from __future__ import annotations
@@ -14,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import re
+
 from .references import references
+
+#: ``step3`` / ``step3.result`` / ``step3["result"]`` not preceded by ``$`` (or ``${``)
+BARE = re.compile(r"(?<![\w${])(step\d+)(?:\.\w+|\[[^\]]*\])?(?![\w}])")
+#: ``$3``: step 3's result, or an amount of money (``calculate`` reads ``$40`` as 40)
+NUMBERED = re.compile(r"\$(\d+)(?![\d.])")
 
 if TYPE_CHECKING:
     from ..tools.base import Toolbox
@@ -59,11 +70,41 @@ def check(steps: Sequence[Step], toolbox: Toolbox, *, agent_steps: bool = False,
                 errors.append(f"{s.id} uses ${r}, but there is no step {r}")
             elif r not in s.depends_on and r not in finished:
                 errors.append(f"{s.id} uses ${r} but {r} is not in its depends_on; add it")
+        if s.tool is not None:
+            errors += _bare_names(s, in_plan | set(finished))
     cycle = find_cycle(steps)
     if cycle:
         errors.append("the steps depend on each other in a cycle: " + " → ".join(cycle)
                       + " (each waits for the next); a plan must be a DAG")
     return errors
+
+
+def _bare_names(s: Step, known: set[str]) -> list[str]:
+    """A step's result named without its ``$`` in a string argument."""
+    errors = []
+    for name, value in s.args.items():
+        for text in _strings(value):
+            for m in BARE.finditer(text):
+                if m.group(1) in known:
+                    errors.append(f"{s.id}'s {name} writes {m.group(0)!r}, which the tool would "
+                                  f"get as it is; write ${m.group(1)} where the result of "
+                                  f"{m.group(1)} belongs")
+            for m in NUMBERED.finditer(text):
+                if f"step{m.group(1)}" in known:
+                    errors.append(f"{s.id}'s {name} writes {m.group(0)!r}: write $step"
+                                  f"{m.group(1)} for the result of step{m.group(1)}, or "
+                                  f"{m.group(1)} for the number")
+    return errors
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    return []
 
 
 def _check_runner(s: Step, toolbox: Toolbox, agent_steps: bool) -> list[str]:
