@@ -316,3 +316,21 @@ def test_an_equation_calculate_cannot_solve_is_said_in_words(equation, message):
 async def test_an_equation_through_the_tool_door_is_its_solution():
     result = await run(calculate, expression="3*x + 17 = 80")
     assert (result.content, result.is_error) == ("21", False)
+
+
+@pytest.mark.parametrize(("expression", "value"), [
+    ("0.25 * $40", 10),  # "the jeans cost $40 and are 25% off": money as the task writes it
+    ("$50 - $ 30", 20),
+    ("¥12 * 3", 36),
+    ("￥12 × 3", 36),
+    ("€.5 * 4", 2),
+    ("£3 + 2", 5),
+])
+def test_a_currency_sign_before_an_amount_is_the_amount(expression, value):
+    assert evaluate(expression) == value
+
+
+@pytest.mark.parametrize("expression", ["2 * $vanessa_speed", "${tank} / 5", "$速度 * 3"])
+def test_a_named_placeholder_is_refused_in_words_not_as_a_syntax_error(expression):
+    with pytest.raises(CalculationError, match=r"is not a number: calculate knows no named values"):
+        evaluate(expression)

@@ -147,6 +147,13 @@ def _eval(node: ast.AST) -> int | float:
     )
 
 
+#: a currency sign written against an amount, as word problems (and models) write money:
+#: ``0.25 * $40`` is ``0.25 * 40``
+_CURRENCY = re.compile(r"[$¥￥€£](?=\s?\.?\d)\s?")
+#: a ``$name`` left in an expression: a placeholder the model meant to fill (``2 * $speed``)
+_NAMED = re.compile(r"\$\{?[^\W\d]\w*\}?")
+
+
 def evaluate(expression: str) -> int | float:
     """Evaluate an arithmetic expression safely, or solve a linear equation in one unknown
     (``solve``); raise ``CalculationError`` otherwise."""
@@ -155,6 +162,10 @@ def evaluate(expression: str) -> int | float:
     expression = expression.translate(_NORMALISE).strip().rstrip("=").strip()
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise CalculationError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    expression = _CURRENCY.sub("", expression)
+    if named := _NAMED.search(expression):
+        raise CalculationError(f"{named.group(0)} is not a number: calculate knows no named "
+                               f"values; write the number itself in its place")
     sides = _equation(expression)
     return solve(*sides) if sides else _value(expression)
 
