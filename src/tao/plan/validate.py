@@ -15,10 +15,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-
-import re
 
 from .references import references
 
@@ -80,7 +79,9 @@ def check(steps: Sequence[Step], toolbox: Toolbox, *, agent_steps: bool = False,
 
 
 def _bare_names(s: Step, known: set[str]) -> list[str]:
-    """A step's result named without its ``$`` in a string argument."""
+    """A step's result named without its ``$`` in a string argument, or as ``$N`` beside a stepN.
+
+    Only names of steps that exist are taken: ``$40`` in a plan of five steps is money."""
     errors = []
     for name, value in s.args.items():
         for text in _strings(value):
