@@ -154,6 +154,32 @@ def test_seed_002_forms(reply, expected):
     assert parse_reply(reply, PARAMS) == expected
 
 
+@tool
+def run_command(command: str) -> str:
+    """Run a shell command."""
+    return command
+
+
+COMMANDS = {"run_command": ToolParams.of(run_command.spec.parameters)}
+
+
+@pytest.mark.parametrize("inside, command", [
+    ('python3 -c "import roman; print(roman.to_roman(1994))"',
+     'python3 -c "import roman; print(roman.to_roman(1994))"'),
+    ("python -c 'print(1)'", "python -c 'print(1)'"),
+    ('echo "a" "b"', 'echo "a" "b"'),
+    ('"pytest -q"', "pytest -q"),
+    ("`ls`", "ls"),
+    ('pytest -q"', "pytest -q"),
+])
+def test_a_commands_own_quotes_reach_the_shell(inside, command):
+    """A command that ends in a quote kept it: the shell said "Unterminated quoted string" and
+    the model, which never saw why, edited its module instead (the coder's runs, 2026-12-06).
+    Only a quote around the whole command, or a stray one, is dropped."""
+    assert parse_reply(f"Thought: run it\nAction: run_command【{inside}】", COMMANDS) == \
+        ParsedAction("run_command", {"command": command}, "run it")
+
+
 # -- what is wrong gets a corrective observation; nothing half-done is written ---------------
 
 UNUSABLE = [  # (case, reply, what the model is told)

@@ -226,7 +226,7 @@ def _with_block(name: str, shape: ToolParams, inside: str, opener: str, text: st
     if arg and (opener == "(" or "=" in arg or arg[0] in "'\""):
         given = _python_call(f"f({arg})", list(shape.names))  # write_file(path="a.html")
     if given is None:
-        arg = arg.strip("`'\"").strip()
+        arg = _unquote(arg)
         if not arg:
             if shape.required:
                 return ParseFailure("empty_argument", {"tool": name, "param": shape.bracket or ""}, thought)
@@ -247,6 +247,19 @@ def _with_block(name: str, shape: ToolParams, inside: str, opener: str, text: st
         return ParseFailure("unclosed_block", {"tool": name, "arg": arg, "lines": str(block.lines),
                                                "param": param}, thought, partial)
     return ParsedAction(name, {**given, param: block.content}, thought)
+
+
+def _unquote(arg: str) -> str:
+    """``"index.html"`` and a backquoted path lose their quotes; a quote that belongs to the
+    argument stays: ``python3 -c "print(1)"`` ends in one (the shell needs it), and so does
+    ``say 'hi'``. A quote is dropped only where it wraps the whole argument, or stands alone at
+    an end (``index.html"``, the model's typo)."""
+    for q in "`'\"":
+        if len(arg) >= 2 and arg[0] == arg[-1] == q and q not in arg[1:-1]:
+            return arg[1:-1].strip()
+        if arg.count(q) == 1 and (arg[0] == q or arg[-1] == q):
+            return arg.strip(q).strip()
+    return arg
 
 
 def _finish(text: str, at: int, thought: str) -> Parsed:
