@@ -5,6 +5,11 @@ it got are written and the model is told where it stopped, so it carries on with
 ``append_file`` instead of writing the whole file again and being cut at the same place."""
 
 import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
 
 from tao import ReActAgent, ScriptedModel
 from tao.agents.protocols import TextProtocol
@@ -115,7 +120,16 @@ def test_append_file_adds_lines_and_makes_a_missing_file(tmp_path):
 
 # -- Finish after the code ran (issue 27, point 1) -------------------------------------------------
 
-def test_a_coder_that_never_ran_its_python_gets_one_reminder(tmp_path):
+@pytest.fixture
+def coder_dir():
+    """A workspace the subprocess sandbox's own uid can reach: pytest's tmp_path sits under a
+    root-only folder, where ``python3 add.py`` fails with "Permission denied"."""
+    where = Path(tempfile.mkdtemp(prefix="tao-coder-"))
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_coder_that_never_ran_its_python_gets_one_reminder(coder_dir):
     from tao.factory import CODER, AgentSpec, build_agent
 
     replies = ["Action: write_file【add.py】\n```python\nprint(1 + 1)\n```",
@@ -123,33 +137,33 @@ def test_a_coder_that_never_ran_its_python_gets_one_reminder(tmp_path):
                "Action: run_command【python3 add.py】",
                "Action: Finish【add.py prints 2】"]
     model = ScriptedModel(replies)
-    with Workspace(tmp_path, sandbox="subprocess") as ws:
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
         result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write add.py")
     assert result.status == "done" and result.turns == 4
     reminder = model.calls[2][-1].content
     assert "add.py were written but never run" in reminder and "python3 add.py" in reminder
-    assert "2" in model.calls[3][-1].content  # the command's output came back
+    assert model.calls[3][-1].content == "Observation: 2\n[exit status 0]"  # the output came back
 
 
-def test_a_module_of_functions_is_to_be_called_not_just_run(tmp_path):
+def test_a_module_of_functions_is_to_be_called_not_just_run(coder_dir):
     from tao.factory import CODER, AgentSpec, build_agent
 
     replies = ["Action: write_file【roman.py】\n```python\ndef to_roman(n):\n    return 'I' * n\n```",
                "Action: Finish【done】", "Action: Finish【done】"]
     model = ScriptedModel(replies)
-    with Workspace(tmp_path, sandbox="subprocess") as ws:
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
         build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write roman.py")
     assert 'python3 -c "import roman; print(roman.function(an example from the task))"' in \
         model.calls[2][-1].content
 
 
-def test_the_reminder_is_said_once_and_names_pytest_for_tests(tmp_path):
+def test_the_reminder_is_said_once_and_names_pytest_for_tests(coder_dir):
     from tao.factory import CODER, AgentSpec, build_agent
 
     replies = ["Action: write_file【test_add.py】\n```python\ndef test_add():\n    assert 1 + 1 == 2\n```",
                "Action: Finish【done】", "Action: Finish【done】"]
     model = ScriptedModel(replies)
-    with Workspace(tmp_path, sandbox="subprocess", language="zh") as ws:
+    with Workspace(coder_dir, sandbox="subprocess", language="zh") as ws:
         result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("写测试")
     assert result.status == "done" and result.turns == 3 and result.answer == "done"
     assert "还不能结束" in model.calls[2][-1].content
@@ -184,3 +198,40 @@ def test_python_and_pytest_are_there_for_the_coders_commands(tmp_path):
         out = asyncio.run(ws.execute(ToolCall("c", "run_command", {
             "command": "python -c 'print(6 * 7)' && pytest -q test_one.py"}))).content
     assert out.startswith("42\n") and "1 passed" in out and out.endswith("[exit status 0]")
+
+
+def test_a_run_that_printed_nothing_checked_nothing(coder_dir):
+    """``python3 wordcount.py FILE`` on a module of functions exits 0 and prints nothing; the
+    model took that for a pass and said Finish (the coder's runs, 2026-12-06). The silence is
+    named, a call is suggested, and Finish still gets its reminder."""
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【wordcount.py】\n```python\ndef count_words(text):\n    return {}\n```",
+               "Action: run_command【python3 wordcount.py FILE】",
+               "Action: Finish【done】",
+               'Action: run_command【python3 -c "import wordcount; print(wordcount.count_words(\'a a\'))"】',
+               "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write wordcount.py")
+    silent = model.calls[2][-1].content
+    assert "It printed nothing, so it checked nothing" in silent
+    assert 'python3 -c "import wordcount; print(wordcount.function(' in silent
+    assert "wordcount.py were written but never run" in model.calls[3][-1].content
+    assert "{}" in model.calls[4][-1].content  # the call printed, so it counts
+    assert result.status == "done" and result.turns == 5
+
+
+def test_a_silent_script_after_a_printing_run_owes_nothing(coder_dir):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【say.py】\n```python\nprint('hi')\n```",
+               "Action: run_command【python3 say.py】",
+               "Action: run_command【python3 -c \"pass\"】",
+               "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write say.py")
+    assert "hi" in model.calls[2][-1].content
+    assert "printed nothing" not in model.calls[3][-1].content  # nothing was owed any more
+    assert result.status == "done" and result.turns == 4

@@ -54,6 +54,11 @@ class Commands:
             self.owner = None
             await sb.close()
 
+    @property
+    def quiet_success(self) -> str:
+        """What ``describe`` says of a command that printed nothing and exited 0."""
+        return prompts.render(self.text["exit_status"], code="0")
+
     def describe(self, res: Any, timeout: float) -> str:
         """Output (head and tail), ``[stderr]``, then the exit status or the timeout, then what
         the sandbox says about limits the command ran into."""

@@ -36,9 +36,17 @@ class FinishChecks:
         elif path.lower().endswith(_WEB):
             self._untried[path] = None
 
-    def _ran(self, command: str) -> None:
-        if _RUNS_PYTHON.search(command):
-            self._unrun.clear()
+    def _ran(self, command: str, silent: bool = False) -> str:
+        """A command that ran Python counts as the check - unless it printed nothing and exited
+        0: ``python3 wordcount.py FILE`` on a module of functions calls none of them, and the
+        model took the silence for success. Then a note says how to call one, and the files
+        stay owed. Returns the note ("" for none)."""
+        if not _RUNS_PYTHON.search(command):
+            return ""
+        if silent and self._unrun:
+            return "\n" + str(self._say("ran_silent", how=self._how(list(self._unrun), call=True)))
+        self._unrun.clear()
+        return ""
 
     def _tried(self) -> None:
         self._untried.clear()
@@ -60,10 +68,11 @@ class FinishChecks:
                 f"{n}. {item}" for n, item in enumerate(checklist, 1))))
         return note
 
-    def _how(self, files: list[str]) -> str:
+    def _how(self, files: list[str], call: bool = False) -> str:
         """The command to suggest: the tests if any were written; a script (a main block, or
         no functions), run; else a module's function called on an example - running a module
-        that only defines functions shows nothing."""
+        that only defines functions shows nothing. ``call``: the script ran silent, so a
+        function of it is called even so."""
         if any(f.rsplit("/", 1)[-1].startswith("test") for f in files):
             return "python3 -m pytest -q"
         last = files[-1]
@@ -71,7 +80,7 @@ class FinishChecks:
             text = (Path(self.root) / last).read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
-        if "__main__" in text or "def " not in text or "/" in last:  # a script: run it
+        if "/" in last or "def " not in text or ("__main__" in text and not call):  # run it
             return f"python3 {last}"
         module = last[:-3]
         return f'python3 -c "import {module}; print({module}.FUNCTION(EXAMPLE))"'.replace(

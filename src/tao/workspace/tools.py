@@ -316,8 +316,8 @@ class Workspace(FinishChecks, Toolbox):
             if not 1 <= timeout <= self.max_timeout:
                 raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
         assert self._commands is not None  # the tool exists only with a sandbox
-        self._ran(command)
-        return await self._commands.run(command, timeout)
+        out = await self._commands.run(command, timeout)
+        return out + self._ran(command, silent=out == self._commands.quiet_success)
 
     def try_page(self, steps: str, page: str = "index.html") -> str:
         """Use a page of the workspace in a headless browser; see what it shows after each step.
