@@ -1,6 +1,6 @@
-"""tao code on eight small projects of seed 002's size, each judged by what it does (issue 27).
+"""tao code on twelve small projects of seed 002's size, each judged by what it does (issue 27).
 
-    flock /tmp/tao-model.lock python benchmarks/coding_set.py [--half dev|held|all]
+    flock /tmp/tao-model.lock python benchmarks/coding_set.py [--half dev|held|held2|all]
         [--model local] [--max-turns 15] [--keep DIR] [--json FILE] [--judge-only DIR]
 
 Each task is a paragraph in Chinese or English; the agent is what ``tao code TASK`` builds
@@ -15,7 +15,9 @@ default sandbox), on the model ``tao.cli.code.for_coding`` gives. Then the judge
   process, 60 s); where the task asks for tests, the agent's own tests must pass too.
 
 Half of the set (``dev``) was looked at while the coder was built; the other half (``held``)
-is only ever scored. One table row per task: works, the judge's reason, turns, tokens, seconds.
+is only ever scored. A second held-back half (``held2``, four more tasks) was added 2026-12-07
+and is likewise never looked at while building, only scored. One table row per task: works,
+the judge's reason, turns, tokens, seconds.
 """
 
 from __future__ import annotations
@@ -155,6 +157,82 @@ TASKS: list[dict[str, Any]] = [
             assert inv.count("pen") == 2
             inv.remove("pen", 2)
             assert inv.count("pen") == 0
+        """},
+    {"id": "average-web-zh", "half": "held2", "kind": "web",
+     "task": "做一个算平均分的网页（index.html，CSS 和 JavaScript 可以放在旁边的文件里）：一个输入框"
+             "输入分数，点击“添加”按钮把这个分数记下来；页面上一直显示目前所有分数的平均分，保留两位"
+             "小数（例如 85.00）；点击“清空”按钮删掉所有记下的分数，之后再添加的分数重新开始算平均。",
+     "steps": [("fill", 0, "80"), ("click", "添加"), ("fill", 0, "90"), ("click", "添加"),
+               ("has", "85.00"), ("fill", 0, "75"), ("click", "添加"), ("has", "81.67"),
+               ("lacks", "85.00"), ("click", "清空"), ("lacks", "81.67"),
+               ("fill", 0, "60"), ("click", "添加"), ("has", "60.00")]},
+    {"id": "guests-web-en", "half": "held2", "kind": "web",
+     "task": "Make a guest check-in web page (index.html, with any CSS and JavaScript in files "
+             "beside it): a text input and an Add Guest button add the typed name to a guest "
+             "list on the page; each guest in the list has its own Check In button, which marks "
+             "that guest as checked in and then goes away. The page always shows a line "
+             "`Checked in: X of Y`, where Y is the number of guests and X how many of them are "
+             "checked in.",
+     "steps": [("has", "Checked in: 0 of 0"), ("fill", 0, "Ann"), ("click", "Add Guest"),
+               ("fill", 0, "Bob"), ("click", "Add Guest"), ("has", "Ann"), ("has", "Bob"),
+               ("has", "Checked in: 0 of 2"), ("click", "Check In"),
+               ("has", "Checked in: 1 of 2"), ("click", "Check In"),
+               ("has", "Checked in: 2 of 2"), ("lacks", "1 of 2")]},
+    {"id": "duration-py-en", "half": "held2", "kind": "python",
+     "task": "Write a Python module duration.py with two functions. parse_duration(text) turns a "
+             "duration such as '1h30m', '45s' or '2h5s' (whole numbers each followed by h, m or "
+             "s, in that order, each unit at most once, no spaces) into a number of seconds, and "
+             "raises ValueError for anything else, such as '', 'abc' or '10x'. "
+             "format_duration(seconds) does the reverse: hours, then minutes and seconds below "
+             "60, leaving out the units that are zero ('1h2m5s', '1m', '2h'; 0 gives '0s'). "
+             "Running `python duration.py D1 D2 ...` prints the total of the durations in that "
+             "format: `python duration.py 1h30m 45m` prints 2h15m.",
+     "tests": """
+        import subprocess, sys
+        import pytest
+        from duration import format_duration, parse_duration
+
+        def test_parse():
+            assert parse_duration("1h30m") == 5400
+            assert parse_duration("45s") == 45
+            assert parse_duration("2h5s") == 7205
+
+        def test_parse_rejects():
+            for bad in ("", "abc", "10x"):
+                with pytest.raises(ValueError):
+                    parse_duration(bad)
+
+        def test_format():
+            assert [format_duration(n) for n in (3725, 60, 7200, 3601, 0)] == \\
+                ["1h2m5s", "1m", "2h", "1h1s", "0s"]
+
+        def test_command_line():
+            out = subprocess.run([sys.executable, "duration.py", "1h30m", "45m"],
+                                 capture_output=True, text=True, timeout=20).stdout
+            assert out.strip() == "2h15m"
+        """},
+    {"id": "cipher-pkg-zh", "half": "held2", "kind": "python", "own_tests": True,
+     "task": "写一个 Python 包 cipher（文件夹 cipher/，里面有 __init__.py），提供凯撒密码的两个函数："
+             "encrypt(text, shift) 把每个英文字母在字母表里往后移 shift 位（z 之后回到 a，大小写不变），"
+             "decrypt(text, shift) 把它还原；shift 可以是任意整数（负数或大于 26 都行）。只移动英文"
+             "字母 a-z 和 A-Z，其他字符（数字、标点、空格、中文）原样保留。把它的测试写在 "
+             "tests/test_cipher.py 里，并确保测试通过。",
+     "tests": """
+        from cipher import decrypt, encrypt
+
+        def test_encrypt():
+            assert encrypt("Hello, World!", 3) == "Khoor, Zruog!"
+            assert encrypt("xyz XYZ", 3) == "abc ABC"
+            assert encrypt("abc", -1) == "zab"
+
+        def test_other_characters_unchanged():
+            assert encrypt("你好 abc 123", 1) == "你好 bcd 123"
+
+        def test_round_trip():
+            text = "The Quick Brown Fox, 2026!"
+            for shift in (-30, 0, 1, 25, 26, 52, 100):
+                assert decrypt(encrypt(text, shift), shift) == text
+            assert decrypt("Khoor", 3) == "Hello"
         """},
 ]
 
@@ -322,7 +400,7 @@ def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--half", choices=("dev", "held", "all"), default="all")
+    ap.add_argument("--half", choices=("dev", "held", "held2", "all"), default="all")
     ap.add_argument("--only", help="comma-separated task ids")
     ap.add_argument("--model", default="local", choices=("local", "local-0.5b", "local-1.5b"))
     ap.add_argument("--max-turns", type=int, default=15, help="tao code's default")
