@@ -153,7 +153,7 @@ def test_a_module_of_functions_is_to_be_called_not_just_run(coder_dir):
     model = ScriptedModel(replies)
     with Workspace(coder_dir, sandbox="subprocess") as ws:
         build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write roman.py")
-    assert 'python3 -c "import roman; print(roman.function(an example from the task))"' in \
+    assert 'python3 -c "import roman; print(roman.to_roman(an example from the task))"' in \
         model.calls[2][-1].content
 
 
@@ -216,7 +216,7 @@ def test_a_run_that_printed_nothing_checked_nothing(coder_dir):
         result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write wordcount.py")
     silent = model.calls[2][-1].content
     assert "It printed nothing, so it checked nothing" in silent
-    assert 'python3 -c "import wordcount; print(wordcount.function(' in silent
+    assert 'python3 -c "import wordcount; print(wordcount.count_words(' in silent
     assert "wordcount.py were written but never run" in model.calls[3][-1].content
     assert "{}" in model.calls[4][-1].content  # the call printed, so it counts
     assert result.status == "done" and result.turns == 5
@@ -235,3 +235,41 @@ def test_a_silent_script_after_a_printing_run_owes_nothing(coder_dir):
     assert "hi" in model.calls[2][-1].content
     assert "printed nothing" not in model.calls[3][-1].content  # nothing was owed any more
     assert result.status == "done" and result.turns == 4
+
+
+def test_a_function_no_run_called_is_still_owed(coder_dir):
+    """to_roman was tried, from_roman never was, and its bug went out with the Finish (the
+    coder's runs, 2026-12-07): Finish gets a reminder naming what no run called."""
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    module = "def to_roman(n):\n    return 'I' * n\n\n\ndef from_roman(s):\n    return len(s)\n"
+    replies = [f"Action: write_file【roman.py】\n```python\n{module}```",
+               'Action: run_command【python3 -c "import roman; print(roman.to_roman(3))"】',
+               "Action: Finish【done】",
+               'Action: run_command【python3 -c "from roman import from_roman; print(from_roman(\'III\'))"】',
+               "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write roman.py")
+    assert model.calls[2][-1].content == "Observation: III\n[exit status 0]"
+    reminder = model.calls[3][-1].content
+    assert reminder.startswith("Not done yet: from_roman (roman.py) never called")
+    assert 'python3 -c "import roman; print(roman.from_roman(an example from the task))"' in reminder
+    assert result.status == "done" and result.turns == 5 and result.answer == "done"
+
+
+def test_what_tests_call_counts_and_a_package_is_imported_from_its_top(coder_dir):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【shop/__init__.py】\n```python\n```",
+               "Action: write_file【shop/cart.py】\n```python\nclass Cart:\n    pass\n\n\ndef total(c):\n    return 0\n```",
+               "Action: write_file【tests/test_cart.py】\n```python\nfrom shop.cart import Cart\n\n\ndef test_cart():\n    assert Cart()\n```",
+               "Action: run_command【python3 -m pytest -q】",
+               "Action: Finish【done】", "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess", language="zh") as ws:
+        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("写 shop 包")
+    reminder = model.calls[5][-1].content  # pytest ran (whether it passed is its output's to say)
+    assert reminder.startswith("还不能结束：total (shop/cart.py) 还没有被调用过")  # Cart was, by the test
+    assert 'python3 -c "from shop import total; print(total(任务里的一个例子))"' in reminder
+    assert result.status == "done" and result.turns == 6

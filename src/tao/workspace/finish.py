@@ -2,9 +2,12 @@
 
 A small model writes a module and calls Finish without running it, or a page whose Remove
 button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
-since they were last exercised - Python since a command last ran Python (``python3 ...``,
-``pytest``), web files since ``try_page`` last ran - and ``unrun_check``, an answer check
-(``Agent.answer_check``), sends the model one reminder when it answers with some left.
+since they were last exercised - Python until a command that ran Python (``python3 ...``,
+``pytest``) called each function and class the file defines, web files until ``try_page`` ran -
+and ``unrun_check``, an answer check (``Agent.answer_check``), sends the model one reminder when
+it answers with some left. "Called" is read from the text of what ran: the command itself, the
+script it runs, the test files pytest collects. A module whose ``to_roman`` was tried while its
+``from_roman`` never was is where the bug stayed (the coder's runs, 2026-12-07).
 """
 
 from __future__ import annotations
@@ -13,9 +16,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .defs import defined
+
 #: a command that runs Python code (a script, a module, its tests)
 _RUNS_PYTHON = re.compile(r"\b(python[0-9.]*|pytest)\b")
 _WEB = (".html", ".htm", ".js", ".mjs", ".css")
+_SCRIPT = re.compile(r"([\w./-]+\.py)\b")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_DEFINING = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+_READ_CAP = 200_000  # bytes of a script or test file read for the names it calls
+
+
+def _is_test(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("test") or name.endswith("_test.py") or name == "conftest.py"
 
 
 class FinishChecks:
@@ -27,7 +41,9 @@ class FinishChecks:
     root: Any
 
     def _checks_start(self) -> None:
-        self._unrun: dict[str, None] = {}  # Python files written since a command ran Python
+        #: Python files owed a run: None until a command ran Python since the file was
+        #: written, then the names of it that the runs since called
+        self._unrun: dict[str, set[str] | None] = {}
         self._untried: dict[str, None] = {}  # web files written since try_page last ran
 
     def _written(self, path: str) -> None:
@@ -37,51 +53,104 @@ class FinishChecks:
             self._untried[path] = None
 
     def _ran(self, command: str, silent: bool = False) -> str:
-        """A command that ran Python counts as the check - unless it printed nothing and exited
-        0: ``python3 wordcount.py FILE`` on a module of functions calls none of them, and the
-        model took the silence for success. Then a note says how to call one, and the files
-        stay owed. Returns the note ("" for none)."""
+        """A command that ran Python pays for the files whose functions and classes it called -
+        unless it printed nothing and exited 0: ``python3 wordcount.py FILE`` on a module of
+        functions calls none of them, and the model took the silence for success. Then a note
+        says how to call one, and the files stay owed. Returns the note ("" for none)."""
         if not _RUNS_PYTHON.search(command):
             return ""
         if silent and self._unrun:
             return "\n" + str(self._say("ran_silent", how=self._how(list(self._unrun), call=True)))
-        self._unrun.clear()
+        called = self._called_by(command)
+        for path in list(self._unrun):
+            seen = (self._unrun[path] or set()) | called
+            if _is_test(path) or not self._uncalled(path, seen):
+                del self._unrun[path]
+            else:
+                self._unrun[path] = seen
         return ""
+
+    def _called_by(self, command: str) -> set[str]:
+        """The names a Python command may call: those in it, in the scripts it names (their
+        own ``def``/``class`` lines aside), and under pytest in every test file."""
+        texts = [command]
+        paths = set(_SCRIPT.findall(command))
+        if "pytest" in command:
+            paths |= {p for p in self._unrun if _is_test(p)} | self._test_files()
+        texts += [_DEFINING.sub("", self._head(rel)) for rel in paths]
+        return {n for text in texts for n in _NAME.findall(text)}
+
+    def _test_files(self) -> set[str]:
+        root = Path(self.root)
+        found: set[str] = set()
+        for pattern in ("test*.py", "*_test.py"):
+            for p in root.rglob(pattern):
+                rel = p.relative_to(root)
+                if len(found) < 50 and not any(part.startswith(".") for part in rel.parts):
+                    found.add(rel.as_posix())
+        return found
+
+    def _names(self, path: str) -> list[str]:
+        """The public functions and classes ``path`` defines at its top level."""
+        return [n for n in defined(self._head(path), "python") if not n.startswith("_")]
+
+    def _uncalled(self, path: str, seen: set[str]) -> list[str]:
+        return [n for n in self._names(path) if n not in seen]
 
     def _tried(self) -> None:
         self._untried.clear()
 
     def unrun_check(self, answering: Any) -> str | None:
         """The answer check: web files never tried with ``try_page`` (where it exists), else
-        Python files never run (where ``run_command`` exists), get one reminder naming them
-        and how to check them; ``None`` when all was exercised."""
+        Python files never run (where ``run_command`` exists), else functions and classes no
+        run called, get one reminder naming them and how to check them; ``None`` when all was
+        exercised."""
         if self._untried and "try_page" in self:  # type: ignore[operator]
             note = str(self._say("finish_untried", files=", ".join(list(self._untried)[:5])))
         elif self._commands is None or not self._unrun:
             return None
-        else:
-            files = list(self._unrun)
+        elif any(seen is None for seen in self._unrun.values()):
+            files = [p for p, seen in self._unrun.items() if seen is None]
             note = str(self._say("finish_unrun", files=", ".join(files[:5]), how=self._how(files)))
+        else:
+            owed = [(n, p) for p, seen in self._unrun.items() for n in self._uncalled(p, seen or set())]
+            if not owed:
+                return None
+            names = ", ".join(f"{n} ({p})" for n, p in owed[:6])
+            note = str(self._say("finish_uncalled", names=names,
+                                 how=self._how([owed[0][1]], call=True, name=owed[0][0])))
         checklist = getattr(answering, "checklist", ())
         if checklist:  # what to check is what the run's checklist said a user will check
             note += str(self._say("finish_checklist", items="\n".join(
                 f"{n}. {item}" for n, item in enumerate(checklist, 1))))
         return note
 
-    def _how(self, files: list[str], call: bool = False) -> str:
+    def _how(self, files: list[str], call: bool = False, name: str | None = None) -> str:
         """The command to suggest: the tests if any were written; a script (a main block, or
-        no functions), run; else a module's function called on an example - running a module
-        that only defines functions shows nothing. ``call``: the script ran silent, so a
-        function of it is called even so."""
-        if any(f.rsplit("/", 1)[-1].startswith("test") for f in files):
+        no functions), run; else a function of the module called on an example - running a
+        module that only defines functions shows nothing. ``call``: call one even so (the
+        script ran silent, or left it uncalled); ``name``: which. A module of a package is
+        imported from the package, as its users will (``from shapes import Circle``)."""
+        if any(_is_test(f) for f in files):
             return "python3 -m pytest -q"
         last = files[-1]
-        try:
-            text = (Path(self.root) / last).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        if "/" in last or "def " not in text or ("__main__" in text and not call):  # run it
+        names = self._names(last)
+        if not names or ("__main__" in self._head(last) and not call):
             return f"python3 {last}"
-        module = last[:-3]
-        return f'python3 -c "import {module}; print({module}.FUNCTION(EXAMPLE))"'.replace(
-            "FUNCTION(EXAMPLE)", self._say("finish_call"))
+        name = name or names[0]
+        example = str(self._say("finish_call"))
+        folder, _, module = last[:-3].rpartition("/")
+        if folder and (Path(self.root) / folder / "__init__.py").is_file():
+            return f'python3 -c "from {folder.replace("/", ".")} import {name}; print({name}({example}))"'
+        if folder:
+            return f"python3 {last}"
+        return f'python3 -c "import {module}; print({module}.{name}({example}))"'
+
+    def _head(self, path: str) -> str:
+        """The head of a workspace file ("" when it cannot be read: gone, a folder, a path
+        outside - ``safe_path`` refused those when they were written)."""
+        try:
+            with open(Path(self.root) / path, encoding="utf-8", errors="replace") as f:
+                return f.read(_READ_CAP)
+        except (OSError, ValueError):
+            return ""
