@@ -240,23 +240,27 @@ def test_a_silent_script_after_a_printing_run_owes_nothing(coder_dir):
 
 def test_a_function_no_run_called_is_still_owed(coder_dir):
     """to_roman was tried, from_roman never was, and its bug went out with the Finish (the
-    coder's runs, 2026-12-07): Finish gets a reminder naming what no run called."""
+    coder's runs, 2026-12-07): after the reminder to run the module, a second one names what
+    no run called."""
     from tao.factory import CODER, AgentSpec, build_agent
 
     module = "def to_roman(n):\n    return 'I' * n\n\n\ndef from_roman(s):\n    return len(s)\n"
     replies = [f"Action: write_file【roman.py】\n```python\n{module}```",
+               "Action: Finish【done】",  # never run: reminded
                'Action: run_command【python3 -c "import roman; print(roman.to_roman(3))"】',
-               "Action: Finish【done】",
+               "Action: Finish【done】",  # from_roman never called: reminded
                'Action: run_command【python3 -c "from roman import from_roman; print(from_roman(\'III\'))"】',
                "Action: Finish【done】"]
     model = ScriptedModel(replies)
     with Workspace(coder_dir, sandbox="subprocess") as ws:
         result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write roman.py")
-    assert model.calls[2][-1].content == "Observation: III\n[exit status 0]"
-    reminder = model.calls[3][-1].content
+    assert "roman.py were written but never run" in model.calls[2][-1].content
+    assert model.calls[3][-1].content == "Observation: III\n[exit status 0]"
+    reminder = model.calls[4][-1].content
     assert reminder.startswith("Not done yet: from_roman (roman.py) never called")
     assert 'python3 -c "import roman; print(roman.from_roman(an example from the task))"' in reminder
-    assert result.status == "done" and result.turns == 5 and result.answer == "done"
+    assert model.calls[5][-1].content == "Observation: 3\n[exit status 0]"
+    assert result.status == "done" and result.turns == 6 and result.answer == "done"
 
 
 def test_what_tests_call_counts_and_a_package_is_imported_from_its_top(coder_dir):

@@ -131,7 +131,8 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
     ``run_command`` matching ``DANGEROUS`` needs approval, and so does what
     ``require_approval`` adds. A Finish with Python files never run, or pages never tried, gets
     one reminder to run them, with the run's checklist where it wrote one
-    (``Workspace.unrun_check``)."""
+    (``Workspace.unrun_check``); one with functions no run called, one more
+    (``Workspace.uncalled_check``)."""
     from ..agents.react import ReActAgent
     from ..guard.policy import any_of, matches
 
@@ -143,6 +144,7 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
                        system_prompt=coder_prompt(workspace), require_approval=rules, **options)
     if hasattr(workspace, "unrun_check"):
         agent.answer_check(workspace.unrun_check)
+        agent.answer_check(workspace.uncalled_check)
     return agent
 
 

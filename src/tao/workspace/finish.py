@@ -4,8 +4,8 @@ A small model writes a module and calls Finish without running it, or a page who
 button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
 since they were last exercised - Python until a command that ran Python (``python3 ...``,
 ``pytest``) called each function and class the file defines, web files until ``try_page`` ran -
-and ``unrun_check``, an answer check (``Agent.answer_check``), sends the model one reminder when
-it answers with some left. "Called" is read from the text of what ran: the command itself, the
+and ``unrun_check`` and ``uncalled_check``, answer checks (``Agent.answer_check``), each send the
+model one reminder when it answers with some left. "Called" is read from the text of what ran: the command itself, the
 script it runs, the test files pytest collects. A module whose ``to_roman`` was tried while its
 ``from_roman`` never was is where the bug stayed (the coder's runs, 2026-12-07).
 """
@@ -102,9 +102,8 @@ class FinishChecks:
 
     def unrun_check(self, answering: Any) -> str | None:
         """The answer check: web files never tried with ``try_page`` (where it exists), else
-        Python files never run (where ``run_command`` exists), else functions and classes no
-        run called, get one reminder naming them and how to check them; ``None`` when all was
-        exercised."""
+        Python files never run (where ``run_command`` exists), get one reminder naming them
+        and how to check them; ``None`` when all was exercised."""
         if self._untried and "try_page" in self:  # type: ignore[operator]
             note = str(self._say("finish_untried", files=", ".join(list(self._untried)[:5])))
         elif self._commands is None or not self._unrun:
@@ -113,17 +112,28 @@ class FinishChecks:
             files = [p for p, seen in self._unrun.items() if seen is None]
             note = str(self._say("finish_unrun", files=", ".join(files[:5]), how=self._how(files)))
         else:
-            owed = [(n, p) for p, seen in self._unrun.items() for n in self._uncalled(p, seen or set())]
-            if not owed:
-                return None
-            names = ", ".join(f"{n} ({p})" for n, p in owed[:6])
-            note = str(self._say("finish_uncalled", names=names,
-                                 how=self._how([owed[0][1]], call=True, name=owed[0][0])))
+            return None
+        return note + self._checklist_note(answering)
+
+    def uncalled_check(self, answering: Any) -> str | None:
+        """A second answer check, with a reminder of its own: once every Python file ran, the
+        functions and classes no run called (``to_roman`` tried, ``from_roman`` never)."""
+        if self._commands is None or any(seen is None for seen in self._unrun.values()):
+            return None
+        owed = [(n, p) for p, seen in self._unrun.items() for n in self._uncalled(p, seen or set())]
+        if not owed:
+            return None
+        names = ", ".join(f"{n} ({p})" for n, p in owed[:6])
+        how = self._how([owed[0][1]], call=True, name=owed[0][0])
+        return str(self._say("finish_uncalled", names=names, how=how)) + self._checklist_note(answering)
+
+    def _checklist_note(self, answering: Any) -> str:
+        """What to check is what the run's checklist said a user will check, where it has one."""
         checklist = getattr(answering, "checklist", ())
-        if checklist:  # what to check is what the run's checklist said a user will check
-            note += str(self._say("finish_checklist", items="\n".join(
-                f"{n}. {item}" for n, item in enumerate(checklist, 1))))
-        return note
+        if not checklist:
+            return ""
+        return str(self._say("finish_checklist", items="\n".join(
+            f"{n}. {item}" for n, item in enumerate(checklist, 1))))
 
     def _how(self, files: list[str], call: bool = False, name: str | None = None) -> str:
         """The command to suggest: the tests if any were written; a script (a main block, or
