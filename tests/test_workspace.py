@@ -480,3 +480,25 @@ def test_a_rewrite_that_keeps_every_definition_or_a_new_file_adds_no_note(tmp_pa
     fresh = run(ws, "write_file", path="notes.txt", content="def f(): not code")
     broken = run(ws, "write_file", path="m.py", content="def f(:\n    return 3\ndef g(): pass\n")
     assert not any("gone" in r.content for r in (kept, fresh, broken))
+
+
+def test_an_edit_that_would_break_a_module_is_not_made(tmp_path):
+    """The coder "fixed" a method by putting its body on the def line, above the old body: the
+    module no longer imported and the run ended on it (2026-12-07). A .py file that parsed
+    before an edit still parses after one, or the edit is refused with the line and why."""
+    ws = Workspace(tmp_path, sandbox=False)
+    module = "class Stock:\n    def count(self, name):\n        return 0\n"
+    ws.write_file("stock.py", module)
+    with pytest.raises(WorkspaceError, match=r"not made: it would leave stock.py invalid Python "
+                                             r"\(line 3: unexpected indent\)"):
+        ws.edit_file("stock.py", "def count(self, name):", "def count(self, name): return 1")
+    assert (tmp_path / "stock.py").read_text() == module  # nothing lost
+    assert ws.edit_file("stock.py", "return 0", "return 1").startswith("edited stock.py")
+
+
+def test_a_module_that_does_not_parse_is_said_at_once_and_may_be_fixed_by_edits(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False, language="zh")
+    said = ws.write_file("calc.py", "def add(a, b:\n    return a + b\n")
+    assert said.endswith("但 calc.py 不是合法的 Python（line 1: '(' was never closed），运行前要先修好")
+    assert ws.edit_file("calc.py", "def add(a, b:", "def add(a, b):").startswith("文件 calc.py 修改成功")
+    assert "合法" not in ws.write_file("ok.py", "x = 1\n")

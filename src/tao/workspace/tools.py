@@ -38,6 +38,18 @@ from .safe_path import Refused
 _BUDGET = MAX_OBSERVATION_CHARS - 400  # room for the header and notes: never cut by the Toolbox
 
 
+def _python_error(text: str) -> str | None:
+    """``line N: why`` when ``text`` is not valid Python, else ``None``. Nesting too deep to
+    compile counts as invalid; a file that is fine stays ``None``."""
+    try:
+        compile(text, "<file>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"line {e.lineno}: {e.msg}"
+    except (ValueError, RecursionError, MemoryError) as e:
+        return f"{type(e).__name__}: {e}"[:200]
+    return None
+
+
 def _sha(data: bytes) -> str:
     import hashlib
 
@@ -131,7 +143,7 @@ class Workspace(FinishChecks, Toolbox):
             said = self._say("wrote", path="/".join(parts), chars=len(content))
             if gone:
                 said += self._say("defs_gone", names=", ".join(gone))
-            return said + self._page_note("/".join(parts))
+            return said + self._page_note("/".join(parts)) + self._python_note("/".join(parts), content)
 
     def _gone(self, parts: list[str], content: str) -> list[str]:
         """The functions and classes the file had that ``content`` no longer defines: a model
@@ -178,7 +190,8 @@ class Workspace(FinishChecks, Toolbox):
             self._written(where)
             total = (old + data).count(b"\n") + (not data.endswith(b"\n"))
             return self._say("appended", path=where, lines=content.count("\n") + 1,
-                             total=total) + self._page_note(where)
+                             total=total) + self._page_note(where) + \
+                self._python_note(where, (old + data).decode("utf-8", "replace"))
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
         """Read a text file in the workspace, a window of lines at a time.
@@ -280,6 +293,10 @@ class Workspace(FinishChecks, Toolbox):
                 raise Refused("many_matches", path=where, count=len(at),
                               lines=lines + (", ..." if len(at) > 10 else ""))
             changed = text[:at[0]] + new + text[at[0] + len(old):]
+            if where.endswith(".py") and _python_error(text) is None:
+                broken = _python_error(changed)
+                if broken:  # the file ran before this edit: it stays as it was
+                    raise Refused("edit_breaks_python", path=where, error=broken)
             try:
                 data = changed.encode("utf-8")
             except UnicodeEncodeError as e:
@@ -379,6 +396,12 @@ class Workspace(FinishChecks, Toolbox):
         from .page import note
 
         return note(self.root, path, self._say)
+
+    def _python_note(self, path: str, text: str) -> str:
+        """After a write to a .py file that does not parse: where and why, so the next turn
+        fixes it rather than running it."""
+        error = _python_error(text) if path.endswith(".py") else None
+        return self._say("py_syntax", path=path, error=error) if error else ""
 
     def _say(self, key: str, **values: object) -> str:
         if "kind" in values:
