@@ -42,7 +42,8 @@ def test_a_file_cut_by_the_length_limit_is_finished_with_append_file(tmp_path):
     assert "only the block's first 4 lines were written" in first
     assert "The last line written is: def sub(a, b):" in first
     assert "go on with append_file【calc.py】" in first
-    assert first.endswith("wrote calc.py (47 characters)")  # the tool's own line follows
+    assert "wrote calc.py (47 characters). But calc.py is not valid Python (line 4" in first  # the tool's
+    # own line follows; the cut message said errors may only mean the file is not complete yet
 
 
 def test_the_model_is_told_in_chinese_too(tmp_path):
