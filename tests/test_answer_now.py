@@ -56,6 +56,26 @@ def test_a_repeat_that_learns_something_new_is_not_a_loop():
     assert choices(model) == [None, None, None, None]
 
 
+def test_the_same_call_is_said_to_repeat_only_when_its_result_did():
+    """The coder ran ``from_roman('MCMXCIV')`` (a traceback), edited the file, ran it again
+    (0) and was told "you made this exact call before and got the same result" (2026-12-07).
+    Only a result seen before gets the note."""
+    state = {"n": 0}
+
+    @tool(side_effects=False)
+    def check() -> str:
+        """Run the check."""
+        state["n"] += 1
+        return "Traceback: TypeError" if state["n"] == 1 else "0"
+
+    run = tool_call("check")
+    model = Recording([run, run, run, "done"])
+    ReActAgent(model, tools=[check]).run("Fix the module.")
+    said = [m.content for m in model.calls[3] if m.role == "tool"]
+    assert said[0] == "Traceback: TypeError" and said[1] == "0"  # changed: no note
+    assert said[2].startswith("0\n(You made this exact call before and got the same result.")
+
+
 def test_a_turn_with_one_new_call_beside_a_repeat_is_news():
     a, b = tool_call("calculate", expression="2 + 2"), tool_call("calculate", expression="3 + 3")
     c = tool_call("calculate", expression="4 + 4")

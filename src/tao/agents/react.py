@@ -114,11 +114,12 @@ class ReActAgent(Agent):
 
 
 class Repeats:
-    """The calls a run made, so a call made again with the same arguments gets a nudge in its
-    observation: small models loop on one call."""
+    """The calls a run made, so a call made again with the same arguments and the same result
+    gets a nudge in its observation: small models loop on one call. A call whose result
+    changed (a command run again after its file was fixed) is news, not a loop."""
 
     def __init__(self, lang: str):
-        self.seen: set[tuple[str, str]] = set()
+        self.seen: dict[tuple[str, str], str] = {}
         self.note = prompts.table("text_protocol")[lang]["repeated"]
 
     def nudged(self, call: Any, result: Any) -> Any:
@@ -128,6 +129,6 @@ class Repeats:
             key = (call.name, call.id)
         if result.is_error:  # a failure again is the run context's (``tao.agents.streak``)
             return result
-        repeated = key in self.seen
-        self.seen.add(key)
+        repeated = self.seen.get(key) == result.content
+        self.seen[key] = result.content
         return replace(result, content=result.content + self.note) if repeated else result
