@@ -154,7 +154,7 @@ def test_a_module_of_functions_is_to_be_called_not_just_run(coder_dir):
     model = ScriptedModel(replies)
     with Workspace(coder_dir, sandbox="subprocess") as ws:
         build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write roman.py")
-    assert 'python3 -c "import roman; print(roman.to_roman(an example from the task))"' in \
+    assert 'python3 -c "from roman import to_roman; print(to_roman(an example from the task))"' in \
         model.calls[2][-1].content
 
 
@@ -217,7 +217,7 @@ def test_a_run_that_printed_nothing_checked_nothing(coder_dir):
         result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write wordcount.py")
     silent = model.calls[2][-1].content
     assert "It printed nothing, so it checked nothing" in silent
-    assert 'python3 -c "import wordcount; print(wordcount.count_words(' in silent
+    assert 'python3 -c "from wordcount import count_words; print(count_words(' in silent
     assert "wordcount.py were written but never run" in model.calls[3][-1].content
     assert "{}" in model.calls[4][-1].content  # the call printed, so it counts
     assert result.status == "done" and result.turns == 5
@@ -258,7 +258,7 @@ def test_a_function_no_run_called_is_still_owed(coder_dir):
     assert model.calls[3][-1].content == "Observation: III\n[exit status 0]"
     reminder = model.calls[4][-1].content
     assert reminder.startswith("Not done yet: from_roman (roman.py) never called")
-    assert 'python3 -c "import roman; print(roman.from_roman(an example from the task))"' in reminder
+    assert 'python3 -c "from roman import from_roman; print(from_roman(an example from the task))"' in reminder
     assert model.calls[5][-1].content == "Observation: 3\n[exit status 0]"
     assert result.status == "done" and result.turns == 6 and result.answer == "done"
 
@@ -278,3 +278,19 @@ def test_what_tests_call_counts_and_a_package_is_imported_from_its_top(coder_dir
     assert reminder.startswith("还不能结束：total (shop/cart.py) 还没有被调用过")  # Cart was, by the test
     assert 'python3 -c "from shop import total; print(total(任务里的一个例子))"' in reminder
     assert result.status == "done" and result.turns == 6
+
+
+def test_a_class_is_made_as_its_init_allows_and_a_method_of_it_called(coder_dir):
+    """Told to call ``Inventory(an example from the task)``, the coder gave ``__init__`` a
+    parameter the task never asked for (2026-12-07): a class is made as it stands."""
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    stock = ("class Inventory:\n    def __init__(self):\n        self.items = {}\n\n"
+             "    def add(self, name, qty):\n        self.items[name] = qty\n")
+    replies = [f"Action: write_file【inventory.py】\n```python\n{stock}```",
+               "Action: Finish【done】", "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write inventory.py")
+    assert ('python3 -c "from inventory import Inventory; x = Inventory(); '
+            'print(x.add(an example from the task))"') in model.calls[2][-1].content

@@ -12,6 +12,7 @@ script it runs, the test files pytest collects. A module whose ``to_roman`` was 
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,36 @@ _SCRIPT = re.compile(r"([\w./-]+\.py)\b")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _DEFINING = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 _READ_CAP = 200_000  # bytes of a script or test file read for the names it calls
+
+
+def _call(text: str, name: str, example: str) -> str:
+    """How to try ``name`` of a module's ``text``: a function called on an example; a class
+    made (with the example only if its ``__init__`` needs arguments) and its first public
+    method called - calling a class on "an example" made the model give ``__init__`` a
+    parameter the task never asked for (2026-12-07)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    cls = next((n for n in getattr(tree, "body", ()) if isinstance(n, ast.ClassDef) and n.name == name),
+               None)
+    if cls is None:
+        return f"print({name}({example}))"
+    methods = {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    made = f"{name}({example if _needs(methods.get('__init__')) else ''})"
+    public = [m for m in methods if not m.startswith("_")]
+    if not public:
+        return f"print({made})"
+    first = public[0]
+    return f"x = {made}; print(x.{first}({example if _needs(methods[first]) else ''}))"
+
+
+def _needs(fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    """Whether a method takes arguments beyond ``self`` that have no default."""
+    if fn is None:
+        return False
+    args = fn.args.posonlyargs + fn.args.args
+    return len(args) - 1 > len(fn.args.defaults)
 
 
 def _is_test(path: str) -> bool:
@@ -150,11 +181,10 @@ class FinishChecks:
         name = name or names[0]
         example = str(self._say("finish_call"))
         folder, _, module = last[:-3].rpartition("/")
-        if folder and (Path(self.root) / folder / "__init__.py").is_file():
-            return f'python3 -c "from {folder.replace("/", ".")} import {name}; print({name}({example}))"'
-        if folder:
+        if folder and not (Path(self.root) / folder / "__init__.py").is_file():
             return f"python3 {last}"
-        return f'python3 -c "import {module}; print({module}.{name}({example}))"'
+        where = folder.replace("/", ".") if folder else module
+        return f'python3 -c "from {where} import {name}; {_call(self._head(last), name, example)}"'
 
     def _head(self, path: str) -> str:
         """The head of a workspace file ("" when it cannot be read: gone, a folder, a path
