@@ -294,3 +294,37 @@ def test_a_class_is_made_as_its_init_allows_and_a_method_of_it_called(coder_dir)
         build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write inventory.py")
     assert ('python3 -c "from inventory import Inventory; x = Inventory(); '
             'print(x.add(an example from the task))"') in model.calls[2][-1].content
+
+
+def test_a_function_the_task_names_that_no_file_defines_is_owed(coder_dir):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    task = "写一个 Python 模块 roman.py：函数 to_roman(n) 转成罗马数字，函数 from_roman(s) 转回整数。"
+    replies = ["Action: write_file【roman.py】\n```python\ndef to_roman(n):\n    return 'I' * n\n```",
+               'Action: run_command【python3 -c "from roman import to_roman; print(to_roman(2))"】',
+               "Action: Finish【好了】",  # from_roman was never written: reminded
+               "Action: append_file【roman.py】\n```python\ndef from_roman(s):\n    return len(s)\n```",
+               'Action: run_command【python3 -c "from roman import from_roman; print(from_roman(\'II\'))"】',
+               "Action: Finish【好了】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess", language="zh") as ws:
+        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run(task)
+    assert model.calls[3][-1].content.startswith(
+        "还不能结束：任务里写了 from_roman，但没有哪个 Python 文件定义了它们")
+    assert result.status == "done" and result.turns == 6
+
+
+def test_methods_count_as_defined_and_a_web_task_owes_no_names(coder_dir):
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    stock = ("class Inventory:\n    def add(self, name, qty):\n        return qty\n\n"
+             "    def count(self, name):\n        return 0\n")
+    replies = [f"Action: write_file【inventory.py】\n```python\n{stock}```",
+               'Action: run_command【python3 -c "from inventory import Inventory; x = Inventory(); '
+               'print(x.add(1, 2), x.count(1))"】',
+               "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run(
+            "inventory.py with a class Inventory: add(name, qty), count(name); print() the count")
+    assert result.status == "done" and result.turns == 3

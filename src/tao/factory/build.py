@@ -132,7 +132,8 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
     ``require_approval`` adds. A Finish with Python files never run, or pages never tried, gets
     one reminder to run them, with the run's checklist where it wrote one
     (``Workspace.unrun_check``); one with functions no run called, one more
-    (``Workspace.uncalled_check``)."""
+    (``Workspace.uncalled_check``); one with functions the task names that no file defines
+    (``Workspace.named_check``)."""
     from ..agents.react import ReActAgent
     from ..guard.policy import any_of, matches
 
@@ -144,6 +145,7 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
                        system_prompt=coder_prompt(workspace), require_approval=rules, **options)
     if hasattr(workspace, "unrun_check"):
         agent.answer_check(workspace.unrun_check)
+        agent.answer_check(workspace.named_check)
         agent.answer_check(workspace.uncalled_check)
     return agent
 

@@ -28,6 +28,23 @@ _DEFINING = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MU
 _READ_CAP = 200_000  # bytes of a script or test file read for the names it calls
 
 
+#: a name the task writes as a call, ``count_words(text)``: a function or class it asks for
+_ASKED = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
+_NOT_ASKED = frozenset({"print", "len", "int", "str", "float", "list", "dict", "set", "tuple",
+                        "range", "open", "input", "sorted", "sum", "min", "max", "abs", "round",
+                        "type", "isinstance", "ValueError", "TypeError", "KeyError", "Exception"})
+
+
+def _all_defined(text: str) -> set[str]:
+    """Every function, method and class ``text`` defines, at any depth."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set(_DEFINING.findall(text))
+    return {n.name for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
 def _call(text: str, name: str, example: str) -> str:
     """How to try ``name`` of a module's ``text``: a function called on an example; a class
     made (with the example only if its ``__init__`` needs arguments) and its first public
@@ -77,9 +94,12 @@ class FinishChecks:
         self._unrun: dict[str, set[str] | None] = {}
         self._untried: dict[str, None] = {}  # web files written since try_page last ran
 
-    def _written(self, path: str) -> None:
+    def _written(self, path: str, appended: bool = False) -> None:
+        """A write makes the file owed a run again; lines appended leave what ran before
+        called (the functions above them are as they were)."""
         if path.endswith(".py"):
-            self._unrun[path] = None
+            if not (appended and self._unrun.get(path) is not None):
+                self._unrun[path] = None
         elif path.lower().endswith(_WEB):
             self._untried[path] = None
 
@@ -90,15 +110,11 @@ class FinishChecks:
         says how to call one, and the files stay owed. Returns the note ("" for none)."""
         if not _RUNS_PYTHON.search(command):
             return ""
-        if silent and self._unrun:
+        if silent and any(seen is None for seen in self._unrun.values()):
             return "\n" + str(self._say("ran_silent", how=self._how(list(self._unrun), call=True)))
         called = self._called_by(command)
-        for path in list(self._unrun):
-            seen = (self._unrun[path] or set()) | called
-            if _is_test(path) or not self._uncalled(path, seen):
-                del self._unrun[path]
-            else:
-                self._unrun[path] = seen
+        for path, seen in self._unrun.items():
+            self._unrun[path] = (seen or set()) | called
         return ""
 
     def _called_by(self, command: str) -> set[str]:
@@ -137,7 +153,7 @@ class FinishChecks:
         and how to check them; ``None`` when all was exercised."""
         if self._untried and "try_page" in self:  # type: ignore[operator]
             note = str(self._say("finish_untried", files=", ".join(list(self._untried)[:5])))
-        elif self._commands is None or not self._unrun:
+        elif self._commands is None:
             return None
         elif any(seen is None for seen in self._unrun.values()):
             files = [p for p, seen in self._unrun.items() if seen is None]
@@ -151,12 +167,40 @@ class FinishChecks:
         functions and classes no run called (``to_roman`` tried, ``from_roman`` never)."""
         if self._commands is None or any(seen is None for seen in self._unrun.values()):
             return None
-        owed = [(n, p) for p, seen in self._unrun.items() for n in self._uncalled(p, seen or set())]
+        owed = [(n, p) for p, seen in self._unrun.items() if not _is_test(p)
+                for n in self._uncalled(p, seen or set())]
         if not owed:
             return None
         names = ", ".join(f"{n} ({p})" for n, p in owed[:6])
         how = self._how([owed[0][1]], call=True, name=owed[0][0])
         return str(self._say("finish_uncalled", names=names, how=how)) + self._checklist_note(answering)
+
+    def named_check(self, answering: Any) -> str | None:
+        """An answer check: the functions and classes the task names (``count_words(text)``,
+        ``Circle(radius)``) that no Python file of the workspace defines - tests that import
+        them by name fail on the first line. ``None`` when all are there, or no Python was
+        written."""
+        asked = dict.fromkeys(n for n in _ASKED.findall(answering.task or "") if n not in _NOT_ASKED)
+        if not asked or not any(p.endswith(".py") for p in self._python_files()):
+            return None
+        have: set[str] = set()
+        for path in self._python_files():
+            have |= _all_defined(self._head(path))
+        missing = [n for n in asked if n not in have]
+        if not missing:
+            return None
+        return str(self._say("finish_unnamed", names=", ".join(missing[:6])))
+
+    def _python_files(self) -> list[str]:
+        root = Path(self.root)
+        found: list[str] = []
+        for p in root.rglob("*.py"):
+            rel = p.relative_to(root)
+            if not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                found.append(rel.as_posix())
+            if len(found) >= 50:
+                break
+        return found
 
     def _checklist_note(self, answering: Any) -> str:
         """What to check is what the run's checklist said a user will check, where it has one."""

@@ -187,7 +187,7 @@ class Workspace(FinishChecks, Toolbox):
                                    made=self._count)
             if ours:  # a file the tools wrote (or made here) stays theirs
                 self._wrote[where] = _sha(old + data)
-            self._written(where)
+            self._written(where, appended=True)
             total = (old + data).count(b"\n") + (not data.endswith(b"\n"))
             return self._say("appended", path=where, lines=content.count("\n") + 1,
                              total=total) + self._page_note(where) + \
