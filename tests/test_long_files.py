@@ -328,3 +328,25 @@ def test_methods_count_as_defined_and_a_web_task_owes_no_names(coder_dir):
         result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run(
             "inventory.py with a class Inventory: add(name, qty), count(name); print() the count")
     assert result.status == "done" and result.turns == 3
+
+
+def test_a_class_in_a_module_of_a_package_is_imported_by_the_package(coder_dir):
+    """``from shapes import Circle`` gave the module ``shapes/Circle.py`` (the coder's runs,
+    2026-12-07): what the task names must be importable from the package's top."""
+    from tao.factory import CODER, AgentSpec, build_agent
+
+    replies = ["Action: write_file【geo/__init__.py】\n```python\n```",
+               "Action: write_file【geo/square.py】\n```python\nclass Square:\n    def area(self):\n        return 1\n```",
+               'Action: run_command【python3 -c "from geo.square import Square; print(Square().area())"】',
+               "Action: Finish【done】",
+               "Action: append_file【geo/__init__.py】\n```python\nfrom .square import Square\n```",
+               "Action: Finish【done】"]
+    model = ScriptedModel(replies)
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run(
+            "Write a package geo with a class Square() whose area() is 1.")
+    assert model.calls[4][-1].content == (
+        "Not done yet: Square is written in geo/square.py, but geo/__init__.py does not import it, "
+        "so from geo import Square gives the module or fails. Add from .square import Square to "
+        "geo/__init__.py, then call Finish.")
+    assert result.status == "done" and result.turns == 6

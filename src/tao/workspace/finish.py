@@ -181,15 +181,38 @@ class FinishChecks:
         them by name fail on the first line. ``None`` when all are there, or no Python was
         written."""
         asked = dict.fromkeys(n for n in _ASKED.findall(answering.task or "") if n not in _NOT_ASKED)
-        if not asked or not any(p.endswith(".py") for p in self._python_files()):
+        files = [p for p in self._python_files() if not _is_test(p)]
+        if not asked or not files:
             return None
-        have: set[str] = set()
-        for path in self._python_files():
-            have |= _all_defined(self._head(path))
-        missing = [n for n in asked if n not in have]
-        if not missing:
+        anywhere: set[str] = set()
+        top: dict[str, list[str]] = {}  # a name -> the files that define it at their top level
+        for path in files:
+            text = self._head(path)
+            anywhere |= _all_defined(text)
+            for name in defined(text, "python"):
+                top.setdefault(name, []).append(path)
+        missing = [n for n in asked if n not in anywhere]
+        if missing:
+            return str(self._say("finish_unnamed", names=", ".join(missing[:6])))
+        for name in asked:
+            hidden = self._unexported(name, top.get(name, []))
+            if hidden:
+                return str(self._say("finish_unexported", name=name, path=hidden[0],
+                                     package=hidden[1], module=hidden[2]))
+        return None
+
+    def _unexported(self, name: str, paths: list[str]) -> tuple[str, str, str] | None:
+        """``(file, package, module)`` when ``name`` is defined only in a module of a package
+        whose ``__init__.py`` never mentions it: ``from shapes import Circle`` then gives the
+        module ``shapes.circle`` or fails, though the class is written."""
+        if not paths or any("/" not in p or p.endswith("/__init__.py") for p in paths):
             return None
-        return str(self._say("finish_unnamed", names=", ".join(missing[:6])))
+        path = paths[0]
+        package, _, module = path[:-3].rpartition("/")
+        init = f"{package}/__init__.py"
+        if not (Path(self.root) / init).is_file() or re.search(rf"\b{name}\b", self._head(init)):
+            return None
+        return path, package, module
 
     def _python_files(self) -> list[str]:
         root = Path(self.root)
