@@ -502,3 +502,20 @@ def test_a_module_that_does_not_parse_is_said_at_once_and_may_be_fixed_by_edits(
     assert said.endswith("但 calc.py 不是合法的 Python（line 1: '(' was never closed），运行前要先修好")
     assert ws.edit_file("calc.py", "def add(a, b:", "def add(a, b):").startswith("文件 calc.py 修改成功")
     assert "合法" not in ws.write_file("ok.py", "x = 1\n")
+
+
+def test_a_package_module_named_as_its_class_is_said_to_shadow_it(tmp_path):
+    """``shapes/Circle.py`` holding ``class Circle`` beside an ``__init__.py`` that does not
+    import it: ``from shapes import Circle`` gives the module, and the coder's tests said only
+    "'module' object is not callable" (2026-12-07). Either write order is caught."""
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("geo/__init__.py", "# the package\n")
+    said = ws.write_file("geo/Square.py", "class Square:\n    pass\n")
+    assert said.endswith("Note: geo/__init__.py does not import Square, so from geo import Square "
+                         "gives the module geo.Square, not the Square inside it; add from .Square "
+                         "import Square to geo/__init__.py")
+    ws.write_file("tax/rate.py", "def rate(x):\n    return x\n")
+    assert "from .rate import rate" in ws.write_file("tax/__init__.py", "")
+    assert "Note" not in ws.write_file("tax/__init__.py", "from .rate import rate\n")
+    assert "Note" not in ws.write_file("geo/util.py", "def helper():\n    pass\n")  # no shadow
+    assert "Note" not in ws.write_file("square.py", "class square:\n    pass\n")  # no package

@@ -401,7 +401,39 @@ class Workspace(FinishChecks, Toolbox):
         """After a write to a .py file that does not parse: where and why, so the next turn
         fixes it rather than running it."""
         error = _python_error(text) if path.endswith(".py") else None
-        return self._say("py_syntax", path=path, error=error) if error else ""
+        if error:
+            return self._say("py_syntax", path=path, error=error)
+        return self._shadow_note(path, text) if path.endswith(".py") else ""
+
+    def _shadow_note(self, path: str, text: str) -> str:
+        """A package's module named as what it defines (``shapes/Circle.py`` holding ``class
+        Circle``), and an ``__init__.py`` that does not import it: ``from shapes import
+        Circle`` then gives the module, and ``Circle(2)`` says "'module' object is not
+        callable" - a trap the coder could not read its way out of (2026-12-07)."""
+        from .defs import defined
+
+        package, _, module = path[:-3].rpartition("/")
+        if not package:
+            return ""
+        if module == "__init__":  # the modules written before it, checked against it
+            for sibling in sorted((self.root / package).glob("*.py"))[:50]:
+                name = sibling.stem
+                parts = [*package.split("/"), sibling.name]
+                if name != "__init__" and name not in text and self._defines(parts, name):
+                    module = name
+                    break
+            else:
+                return ""
+        elif module not in defined(text, "python"):
+            return ""
+        else:
+            try:  # read as the tools read: inside the workspace, no link followed out of it
+                if module.encode() in self._read([*package.split("/"), "__init__.py"]):
+                    return ""
+            except (Refused, OSError):
+                return ""  # no __init__.py: not a package (yet)
+        return self._say("py_shadow", package=package.replace("/", "."), name=module,
+                         init=f"{package}/__init__.py")
 
     def _say(self, key: str, **values: object) -> str:
         if "kind" in values:
@@ -431,6 +463,16 @@ class Workspace(FinishChecks, Toolbox):
         except (Refused, KeyError, TypeError):
             return True
         return not self._read_ours.get(where, False)
+
+    def _defines(self, parts: list[str], name: str) -> bool:
+        """Whether the workspace's .py file at ``parts`` defines ``name`` at its top level."""
+        from .defs import defined
+
+        try:
+            text = self._read(parts).decode("utf-8", "replace")
+        except (Refused, OSError):
+            return False
+        return name in defined(text, "python")
 
     def _read(self, parts: list[str]) -> bytes:
         return safe_path.read_bytes(str(self.root), parts, self.max_read_bytes)
