@@ -519,3 +519,10 @@ def test_a_package_module_named_as_its_class_is_said_to_shadow_it(tmp_path):
     assert "Note" not in ws.write_file("tax/__init__.py", "from .rate import rate\n")
     assert "Note" not in ws.write_file("geo/util.py", "def helper():\n    pass\n")  # no shadow
     assert "Note" not in ws.write_file("square.py", "class square:\n    pass\n")  # no package
+
+
+def test_two_notes_on_one_write_read_as_sentences(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("a.py", "def f():\n    return 1\n")
+    said = ws.write_file("a.py", "x = (\n")
+    assert "write those back too. But a.py is not valid Python" in said and ".." not in said

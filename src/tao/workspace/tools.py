@@ -38,6 +38,14 @@ from .safe_path import Refused
 _BUDGET = MAX_OBSERVATION_CHARS - 400  # room for the header and notes: never cut by the Toolbox
 
 
+def _then(said: str, note: str) -> str:
+    """``said`` and a note that opens with its own full stop (". But ...", "。但 ..."), without
+    doubling one that ``said`` already ends with."""
+    if note[:1] in ".。" and said[-1:] in ".。":
+        note = note[1:]
+    return said + note
+
+
 def _python_error(text: str) -> str | None:
     """``line N: why`` when ``text`` is not valid Python, else ``None``. Nesting too deep to
     compile counts as invalid; a file that is fine stays ``None``."""
@@ -143,7 +151,8 @@ class Workspace(FinishChecks, Toolbox):
             said = self._say("wrote", path="/".join(parts), chars=len(content))
             if gone:
                 said += self._say("defs_gone", names=", ".join(gone))
-            return said + self._page_note("/".join(parts)) + self._python_note("/".join(parts), content)
+            said += self._page_note("/".join(parts))
+            return _then(said, self._python_note("/".join(parts), content))
 
     def _gone(self, parts: list[str], content: str) -> list[str]:
         """The functions and classes the file had that ``content`` no longer defines: a model
