@@ -526,3 +526,19 @@ def test_two_notes_on_one_write_read_as_sentences(tmp_path):
     ws.write_file("a.py", "def f():\n    return 1\n")
     said = ws.write_file("a.py", "x = (\n")
     assert "write those back too. But a.py is not valid Python" in said and ".." not in said
+
+
+def test_the_finish_checks_read_no_fifo_and_no_link_out_of_the_workspace(tmp_path):
+    """A command may leave a FIFO named test_x.py, or a link to a file outside: reading them
+    for the names a run called would hang or reach out. They read as empty."""
+    import os
+
+    outside = tmp_path / "secret.py"
+    outside.write_text("def leaked():\n    pass\n")
+    ws = Workspace(tmp_path / "ws", sandbox=False)
+    ws.write_file("mod.py", "def used():\n    return 1\n")
+    os.mkfifo(tmp_path / "ws" / "test_fifo.py")
+    os.symlink(outside, tmp_path / "ws" / "test_link.py")
+    ws._ran("python3 -m pytest -q")  # returns at once: the FIFO is not opened
+    assert ws._head("test_fifo.py") == "" and ws._head("test_link.py") == ""
+    assert ws._uncalled("mod.py", ws._unrun["mod.py"]) == ["used"]

@@ -3,20 +3,24 @@
 A small model writes a module and calls Finish without running it, or a page whose Remove
 button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
 since they were last exercised - Python until a command that ran Python (``python3 ...``,
-``pytest``) called each function and class the file defines, web files until ``try_page`` ran -
-and ``unrun_check`` and ``uncalled_check``, answer checks (``Agent.answer_check``), each send the
-model one reminder when it answers with some left. "Called" is read from the text of what ran: the command itself, the
-script it runs, the test files pytest collects. A module whose ``to_roman`` was tried while its
-``from_roman`` never was is where the bug stayed (the coder's runs, 2026-12-07).
+``pytest``) called each function and class the file defines, web files until ``try_page`` ran.
+Three answer checks (``Agent.answer_check``) each send the model one reminder a run:
+``unrun_check`` (never run, never tried), ``named_check`` (a name the task asks for that no
+file defines, or a package does not export) and ``uncalled_check`` (what no run called).
+"Called" is read from the text of what ran: the command itself, the script it runs, the test
+files pytest collects. A module whose ``to_roman`` was tried while its ``from_roman`` never was
+is where the bug stayed (the coder's runs, 2026-12-07).
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+from . import safe_path
 from .defs import defined
 
 #: a command that runs Python code (a script, a module, its tests)
@@ -26,6 +30,8 @@ _SCRIPT = re.compile(r"([\w./-]+\.py)\b")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _DEFINING = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 _READ_CAP = 200_000  # bytes of a script or test file read for the names it calls
+_WALK_CAP = 5_000  # entries looked at when the workspace is searched for .py files
+_SKIP_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
 
 
 #: a name the task writes as a call, ``count_words(text)``: a function or class it asks for
@@ -110,8 +116,9 @@ class FinishChecks:
         says how to call one, and the files stay owed. Returns the note ("" for none)."""
         if not _RUNS_PYTHON.search(command):
             return ""
-        if silent and any(seen is None for seen in self._unrun.values()):
-            return "\n" + str(self._say("ran_silent", how=self._how(list(self._unrun), call=True)))
+        unrun = [p for p, seen in self._unrun.items() if seen is None]
+        if silent and unrun:
+            return "\n" + str(self._say("ran_silent", how=self._how(unrun, call=True)))
         called = self._called_by(command)
         for path, seen in self._unrun.items():
             self._unrun[path] = (seen or set()) | called
@@ -128,14 +135,7 @@ class FinishChecks:
         return {n for text in texts for n in _NAME.findall(text)}
 
     def _test_files(self) -> set[str]:
-        root = Path(self.root)
-        found: set[str] = set()
-        for pattern in ("test*.py", "*_test.py"):
-            for p in root.rglob(pattern):
-                rel = p.relative_to(root)
-                if len(found) < 50 and not any(part.startswith(".") for part in rel.parts):
-                    found.add(rel.as_posix())
-        return found
+        return {p for p in self._py_files() if _is_test(p)}
 
     def _names(self, path: str) -> list[str]:
         """The public functions and classes ``path`` defines at its top level."""
@@ -181,7 +181,7 @@ class FinishChecks:
         them by name fail on the first line. ``None`` when all are there, or no Python was
         written."""
         asked = dict.fromkeys(n for n in _ASKED.findall(answering.task or "") if n not in _NOT_ASKED)
-        files = [p for p in self._python_files() if not _is_test(p)]
+        files = [p for p in self._py_files() if not _is_test(p)]
         if not asked or not files:
             return None
         anywhere: set[str] = set()
@@ -214,15 +214,20 @@ class FinishChecks:
             return None
         return path, package, module
 
-    def _python_files(self) -> list[str]:
-        root = Path(self.root)
+    def _py_files(self) -> list[str]:
+        """The workspace's .py files (at most 50), found without following links or entering
+        hidden folders, ``node_modules`` and the like; a workspace of any size is cut short."""
         found: list[str] = []
-        for p in root.rglob("*.py"):
-            rel = p.relative_to(root)
-            if not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-                found.append(rel.as_posix())
-            if len(found) >= 50:
-                break
+        seen = 0
+        for folder, dirs, names in os.walk(self.root, followlinks=False):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+            rel = os.path.relpath(folder, self.root)
+            for name in sorted(names):
+                seen += 1
+                if name.endswith(".py"):
+                    found.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+                if len(found) >= 50 or seen >= _WALK_CAP:
+                    return found
         return found
 
     def _checklist_note(self, answering: Any) -> str:
@@ -254,10 +259,10 @@ class FinishChecks:
         return f'python3 -c "from {where} import {name}; {_call(self._head(last), name, example)}"'
 
     def _head(self, path: str) -> str:
-        """The head of a workspace file ("" when it cannot be read: gone, a folder, a path
-        outside - ``safe_path`` refused those when they were written)."""
+        """A workspace file's text ("" when it cannot be read: gone, a folder, a link, a FIFO a
+        command made, over 200 KB) - read as the tools read, never outside the workspace."""
         try:
-            with open(Path(self.root) / path, encoding="utf-8", errors="replace") as f:
-                return f.read(_READ_CAP)
-        except (OSError, ValueError):
+            data = safe_path.read_bytes(str(self.root), path.split("/"), _READ_CAP)
+        except (safe_path.Refused, OSError, ValueError):
             return ""
+        return data.decode("utf-8", "replace")
