@@ -130,16 +130,22 @@ def coder_dir():
     shutil.rmtree(where, ignore_errors=True)
 
 
-def test_a_coder_that_never_ran_its_python_gets_one_reminder(coder_dir):
+def code(folder, replies, task, turns=8, language="en"):
+    """``tao code``'s agent on ``folder`` (the subprocess sandbox) with scripted replies:
+    ``(result, model)``, the model holding every message it was sent."""
     from tao.factory import CODER, AgentSpec, build_agent
 
+    model = ScriptedModel(replies)
+    with Workspace(folder, sandbox="subprocess", language=language) as ws:
+        return build_agent(AgentSpec(CODER, turns, workspace=ws), model).run(task), model
+
+
+def test_a_coder_that_never_ran_its_python_gets_one_reminder(coder_dir):
     replies = ["Action: write_file【add.py】\n```python\nprint(1 + 1)\n```",
                "Action: Finish【add.py prints 2】",  # not run: reminded
                "Action: run_command【python3 add.py】",
                "Action: Finish【add.py prints 2】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write add.py")
+    result, model = code(coder_dir, replies, "Write add.py", turns=6)
     assert result.status == "done" and result.turns == 4
     reminder = model.calls[2][-1].content
     assert "add.py were written but never run" in reminder and "python3 add.py" in reminder
@@ -147,25 +153,17 @@ def test_a_coder_that_never_ran_its_python_gets_one_reminder(coder_dir):
 
 
 def test_a_module_of_functions_is_to_be_called_not_just_run(coder_dir):
-    from tao.factory import CODER, AgentSpec, build_agent
-
     replies = ["Action: write_file【roman.py】\n```python\ndef to_roman(n):\n    return 'I' * n\n```",
                "Action: Finish【done】", "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write roman.py")
+    _, model = code(coder_dir, replies, "Write roman.py", turns=6)
     assert 'python3 -c "from roman import to_roman; print(to_roman(an example from the task))"' in \
         model.calls[2][-1].content
 
 
 def test_the_reminder_is_said_once_and_names_pytest_for_tests(coder_dir):
-    from tao.factory import CODER, AgentSpec, build_agent
-
     replies = ["Action: write_file【test_add.py】\n```python\ndef test_add():\n    assert 1 + 1 == 2\n```",
                "Action: Finish【done】", "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess", language="zh") as ws:
-        result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("写测试")
+    result, model = code(coder_dir, replies, "写测试", turns=6, language="zh")
     assert result.status == "done" and result.turns == 3 and result.answer == "done"
     assert "还不能结束" in model.calls[2][-1].content
     assert "python3 -m pytest -q" in model.calls[2][-1].content
@@ -205,16 +203,12 @@ def test_a_run_that_printed_nothing_checked_nothing(coder_dir):
     """``python3 wordcount.py FILE`` on a module of functions exits 0 and prints nothing; the
     model took that for a pass and said Finish (the coder's runs, 2026-12-06). The silence is
     named, a call is suggested, and Finish still gets its reminder."""
-    from tao.factory import CODER, AgentSpec, build_agent
-
     replies = ["Action: write_file【wordcount.py】\n```python\ndef count_words(text):\n    return {}\n```",
                "Action: run_command【python3 wordcount.py FILE】",
                "Action: Finish【done】",
                'Action: run_command【python3 -c "import wordcount; print(wordcount.count_words(\'a a\'))"】',
                "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write wordcount.py")
+    result, model = code(coder_dir, replies, "Write wordcount.py", turns=8)
     silent = model.calls[2][-1].content
     assert "It printed nothing, so it checked nothing" in silent
     assert 'python3 -c "from wordcount import count_words; print(count_words(' in silent
@@ -224,15 +218,11 @@ def test_a_run_that_printed_nothing_checked_nothing(coder_dir):
 
 
 def test_a_silent_script_after_a_printing_run_owes_nothing(coder_dir):
-    from tao.factory import CODER, AgentSpec, build_agent
-
     replies = ["Action: write_file【say.py】\n```python\nprint('hi')\n```",
                "Action: run_command【python3 say.py】",
                "Action: run_command【python3 -c \"pass\"】",
                "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write say.py")
+    result, model = code(coder_dir, replies, "Write say.py", turns=8)
     assert "hi" in model.calls[2][-1].content
     assert "printed nothing" not in model.calls[3][-1].content  # nothing was owed any more
     assert result.status == "done" and result.turns == 4
@@ -242,8 +232,6 @@ def test_a_function_no_run_called_is_still_owed(coder_dir):
     """to_roman was tried, from_roman never was, and its bug went out with the Finish (the
     coder's runs, 2026-12-07): after the reminder to run the module, a second one names what
     no run called."""
-    from tao.factory import CODER, AgentSpec, build_agent
-
     module = "def to_roman(n):\n    return 'I' * n\n\n\ndef from_roman(s):\n    return len(s)\n"
     replies = [f"Action: write_file【roman.py】\n```python\n{module}```",
                "Action: Finish【done】",  # never run: reminded
@@ -251,9 +239,7 @@ def test_a_function_no_run_called_is_still_owed(coder_dir):
                "Action: Finish【done】",  # from_roman never called: reminded
                'Action: run_command【python3 -c "from roman import from_roman; print(from_roman(\'III\'))"】',
                "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("Write roman.py")
+    result, model = code(coder_dir, replies, "Write roman.py", turns=8)
     assert "roman.py were written but never run" in model.calls[2][-1].content
     assert model.calls[3][-1].content == "Observation: III\n[exit status 0]"
     reminder = model.calls[4][-1].content
@@ -264,16 +250,12 @@ def test_a_function_no_run_called_is_still_owed(coder_dir):
 
 
 def test_what_tests_call_counts_and_a_package_is_imported_from_its_top(coder_dir):
-    from tao.factory import CODER, AgentSpec, build_agent
-
     replies = ["Action: write_file【shop/__init__.py】\n```python\n```",
                "Action: write_file【shop/cart.py】\n```python\nclass Cart:\n    pass\n\n\ndef total(c):\n    return 0\n```",
                "Action: write_file【tests/test_cart.py】\n```python\nfrom shop.cart import Cart\n\n\ndef test_cart():\n    assert Cart()\n```",
                "Action: run_command【python3 -m pytest -q】",
                "Action: Finish【done】", "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess", language="zh") as ws:
-        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run("写 shop 包")
+    result, model = code(coder_dir, replies, "写 shop 包", turns=8, language="zh")
     reminder = model.calls[5][-1].content  # pytest ran (whether it passed is its output's to say)
     assert reminder.startswith("还不能结束：total (shop/cart.py) 还没有被调用过")  # Cart was, by the test
     assert 'python3 -c "from shop import total; print(total(任务里的一个例子))"' in reminder
@@ -283,22 +265,16 @@ def test_what_tests_call_counts_and_a_package_is_imported_from_its_top(coder_dir
 def test_a_class_is_made_as_its_init_allows_and_a_method_of_it_called(coder_dir):
     """Told to call ``Inventory(an example from the task)``, the coder gave ``__init__`` a
     parameter the task never asked for (2026-12-07): a class is made as it stands."""
-    from tao.factory import CODER, AgentSpec, build_agent
-
     stock = ("class Inventory:\n    def __init__(self):\n        self.items = {}\n\n"
              "    def add(self, name, qty):\n        self.items[name] = qty\n")
     replies = [f"Action: write_file【inventory.py】\n```python\n{stock}```",
                "Action: Finish【done】", "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        build_agent(AgentSpec(CODER, 6, workspace=ws), model).run("Write inventory.py")
+    _, model = code(coder_dir, replies, "Write inventory.py", turns=6)
     assert ('python3 -c "from inventory import Inventory; x = Inventory(); '
             'print(x.add(an example from the task))"') in model.calls[2][-1].content
 
 
 def test_a_function_the_task_names_that_no_file_defines_is_owed(coder_dir):
-    from tao.factory import CODER, AgentSpec, build_agent
-
     task = "写一个 Python 模块 roman.py：函数 to_roman(n) 转成罗马数字，函数 from_roman(s) 转回整数。"
     replies = ["Action: write_file【roman.py】\n```python\ndef to_roman(n):\n    return 'I' * n\n```",
                'Action: run_command【python3 -c "from roman import to_roman; print(to_roman(2))"】',
@@ -306,45 +282,33 @@ def test_a_function_the_task_names_that_no_file_defines_is_owed(coder_dir):
                "Action: append_file【roman.py】\n```python\ndef from_roman(s):\n    return len(s)\n```",
                'Action: run_command【python3 -c "from roman import from_roman; print(from_roman(\'II\'))"】',
                "Action: Finish【好了】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess", language="zh") as ws:
-        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run(task)
+    result, model = code(coder_dir, replies, task, turns=8, language="zh")
     assert model.calls[3][-1].content.startswith(
         "还不能结束：任务里写了 from_roman，但没有哪个 Python 文件定义了它们")
     assert result.status == "done" and result.turns == 6
 
 
 def test_methods_count_as_defined_and_a_web_task_owes_no_names(coder_dir):
-    from tao.factory import CODER, AgentSpec, build_agent
-
     stock = ("class Inventory:\n    def add(self, name, qty):\n        return qty\n\n"
              "    def count(self, name):\n        return 0\n")
     replies = [f"Action: write_file【inventory.py】\n```python\n{stock}```",
                'Action: run_command【python3 -c "from inventory import Inventory; x = Inventory(); '
                'print(x.add(1, 2), x.count(1))"】',
                "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        result = build_agent(AgentSpec(CODER, 6, workspace=ws), model).run(
-            "inventory.py with a class Inventory: add(name, qty), count(name); print() the count")
+    result, model = code(coder_dir, replies, "inventory.py with a class Inventory: add(name, qty), count(name); print() the count", turns=6)
     assert result.status == "done" and result.turns == 3
 
 
 def test_a_class_in_a_module_of_a_package_is_imported_by_the_package(coder_dir):
     """``from shapes import Circle`` gave the module ``shapes/Circle.py`` (the coder's runs,
     2026-12-07): what the task names must be importable from the package's top."""
-    from tao.factory import CODER, AgentSpec, build_agent
-
     replies = ["Action: write_file【geo/__init__.py】\n```python\n```",
                "Action: write_file【geo/square.py】\n```python\nclass Square:\n    def area(self):\n        return 1\n```",
                'Action: run_command【python3 -c "from geo.square import Square; print(Square().area())"】',
                "Action: Finish【done】",
                "Action: append_file【geo/__init__.py】\n```python\nfrom .square import Square\n```",
                "Action: Finish【done】"]
-    model = ScriptedModel(replies)
-    with Workspace(coder_dir, sandbox="subprocess") as ws:
-        result = build_agent(AgentSpec(CODER, 8, workspace=ws), model).run(
-            "Write a package geo with a class Square() whose area() is 1.")
+    result, model = code(coder_dir, replies, "Write a package geo with a class Square() whose area() is 1.", turns=8)
     assert model.calls[4][-1].content == (
         "Not done yet: Square is written in geo/square.py, but geo/__init__.py does not import it, "
         "so from geo import Square gives the module or fails. Add from .square import Square to "
