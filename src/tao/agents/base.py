@@ -224,6 +224,10 @@ class Agent:
             raise ValueError("checklist prompts must be non-empty text")
         self.checklist_prompts = MappingProxyType(given)
 
+    #: the temperature of the reply that follows a failed action, where the model is greedy
+    #: (``LoopContext.model_turn``); None: that reply is greedy too
+    repair_temperature: float | None = None
+
     handoffs: Mapping[str, Any] = MappingProxyType({})  # transfer tool name -> Handoff
 
     def named(self, name: str | None, handoffs: Iterable[Any] | None) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..events import Action, Checklist, Event, ModelRetry, Observation, RunFinished, TokenDelta
 from ..messages import Message, ToolCall, Usage
 from ..models.base import Model, ModelResponse
+from ..models.sampling import Sampling, current, sampled
 from ..output import OUTPUT_RETRIES, Output, OutputError
 from ..result import Result, Status
 from ..tools.base import Toolbox, ToolDoor, ToolResult
@@ -54,6 +55,7 @@ class LoopContext:
         self.known: dict[str, str] = {}  # each working call's last result, by its key
         #: turns in a row whose every call was made before and gave the same result again
         self.stale = 0
+        self.failed = False  # whether an action of the last turn failed (``repairing``)
         self.lang = lang
         #: the run's typed result (``tao.output``): its schema, and what validated
         self.output: Output | None = options.output
@@ -97,7 +99,7 @@ class LoopContext:
         """One model call as events (text as it streams, retries said); its reply is
         ``self.response`` afterwards and its usage is counted."""
         self.response = None
-        async for chunk in chunks:
+        async for chunk in sampled(chunks, self.repairing(turn)):
             if type(chunk) is str:
                 yield TokenDelta(chunk, turn)
             elif type(chunk) is ModelResponse:
@@ -145,11 +147,24 @@ class LoopContext:
         action of a turn - its key (``call_key``, ``code_key``), whether it failed, its result -
         and the turn learnt nothing when every one worked before with the same result again."""
         news = not done
+        self.failed = any(failed for _, failed, _ in done)
         for key, failed, content in done:
             news = news or failed or self.known.get(key) != content
             if not failed:
                 self.known[key] = content
         self.stale = 0 if news else self.stale + 1
+
+    def repairing(self, turn: int) -> Sampling | None:
+        """How the reply after a failed action is drawn: sampled at the agent's
+        ``repair_temperature`` (seeded by the turn, so a run repeats) where the model is greedy
+        and nothing else set the sampling (``Vote``'s runs); else None, the model's own. A
+        greedy model shown its error tends to write the same code again - the failure it just
+        read changes too little of its prompt - and the loop stop then ends the run (issue 26)."""
+        temperature = getattr(self.agent, "repair_temperature", None)
+        if not (self.failed and temperature) or current() is not None \
+                or getattr(self.agent_model, "temperature", None) != 0:
+            return None
+        return Sampling(float(temperature), seed=turn)
 
     @property
     def answer_now(self) -> bool:
