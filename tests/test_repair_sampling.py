@@ -11,8 +11,9 @@ that samples already (an endpoint's own temperature), or a run whose sampling is
 from __future__ import annotations
 
 import pytest
+from plan_scripts import plan_reply
 
-from tao import CodeActAgent, ReActAgent, ScriptedModel, calculate, tool_call
+from tao import CodeActAgent, PlanExecuteAgent, ReActAgent, ScriptedModel, calculate, tool_call
 from tao.models.sampling import Sampling, current, sampling
 
 
@@ -54,6 +55,21 @@ def test_codeact_samples_the_repair_of_a_block_that_raised():
     result = agent.run("Write double(n).")
     assert (result.status, result.answer) == ("done", "done")
     assert model.drawn == [None, Sampling(0.5, seed=2)]
+
+
+def test_a_plan_written_after_a_failed_step_is_drawn_too():
+    """Plan-and-Execute's re-plan answers a failure: a greedy planner shown ``division by
+    zero`` tends to plan the same expression again (issue 26: ``$tank`` three plans in a row)."""
+    bad = {"steps": [{"id": "step1", "description": "the share", "tool": "calculate",
+                      "args": {"expression": "12 / 0"}, "depends_on": []}], "answer": "$step1"}
+    good = {"steps": [{"id": "step2", "description": "the share", "tool": "calculate",
+                       "args": {"expression": "12 / 3"}, "depends_on": []}], "answer": "$step2"}
+    model = Greedy([plan_reply(bad), plan_reply(good)])
+    agent = PlanExecuteAgent(model, [calculate])
+    agent.repair_temperature = 0.7
+    result = agent.run("12 apples shared by 3 children: how many each?")
+    assert (result.status, result.answer) == ("done", "4")
+    assert model.drawn == [None, Sampling(0.7, seed=2)]
 
 
 def test_off_by_default_and_for_a_model_that_samples_already():

@@ -155,16 +155,21 @@ class LoopContext:
         self.stale = 0 if news else self.stale + 1
 
     def repairing(self, turn: int) -> Sampling | None:
-        """How the reply after a failed action is drawn: sampled at the agent's
-        ``repair_temperature`` (seeded by the turn, so a run repeats) where the model is greedy
-        and nothing else set the sampling (``Vote``'s runs); else None, the model's own. A
-        greedy model shown its error tends to write the same code again - the failure it just
-        read changes too little of its prompt - and the loop stop then ends the run (issue 26)."""
+        """How the reply after a failed action is drawn (``repair_draw``), or None: the last
+        turn's actions worked, or it had none."""
+        return self.repair_draw(turn) if self.failed else None
+
+    def repair_draw(self, seed: int) -> Sampling | None:
+        """A repair's draw: the agent's ``repair_temperature``, seeded (so a run repeats), where
+        the model is greedy and nothing else set the sampling (``Vote``'s runs); else None,
+        the model's own. A greedy model shown its error tends to write the same code, call or
+        plan again - the failure it just read changes too little of its prompt - and the loop
+        stop then ends the run (issue 26)."""
         temperature = getattr(self.agent, "repair_temperature", None)
-        if not (self.failed and temperature) or current() is not None \
+        if not temperature or current() is not None \
                 or getattr(self.agent_model, "temperature", None) != 0:
             return None
-        return Sampling(float(temperature), seed=turn)
+        return Sampling(float(temperature), seed=seed)
 
     @property
     def answer_now(self) -> bool:

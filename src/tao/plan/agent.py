@@ -170,7 +170,7 @@ class PlanExecuteAgent(Agent):
             run.remote = RayTools(self.toolbox, self.ray_options)
         planner = Planner(context.model, self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
-                          system_prompt=self.system_prompt)
+                          system_prompt=self.system_prompt, draw=context.repair_draw)
         executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
                             emit, concurrency=self.concurrency, max_retries=self.max_retries,
                             backoff=self.retry_backoff, timeout=self.step_timeout,

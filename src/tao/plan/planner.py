@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..errors import TaoError
 from ..events import Error, Event, ModelRetry, TokenDelta, TurnStarted
 from ..messages import Message, Usage
 from ..models.base import Model, ModelResponse
+from ..models.sampling import Sampling, sampling
 from ..tools.base import Toolbox
 from .executor import Outcome
 from .schema import Plan, PlanInvalid, Step, parse_plan, response_format
@@ -49,8 +51,11 @@ class Tally:
 class Planner:
     def __init__(self, model: Model, toolbox: Toolbox, emit: Callable[[Event], None], tally: Tally,
                  *, lang: str = "en", agent_steps: bool = False, max_fixes: int = 2,
-                 system_prompt: str | None = None):
+                 system_prompt: str | None = None,
+                 draw: Callable[[int], Sampling | None] = lambda seed: None):
         self.model = model
+        #: how a plan written after a failure is drawn (``LoopContext.repair_draw``)
+        self.draw = draw
         self.toolbox = toolbox
         self.emit = emit
         self.tally = tally
@@ -137,9 +142,13 @@ class Planner:
         return await self.call(on_text, on_retry, response_format=fmt)
 
     async def _ask_plan(self, finished: Mapping[str, Any], tried: int = 0, first: int = 1,
-                        review: bool = False) -> Plan:
+                        review: bool = False, failed: bool = False) -> Plan:
+        """``failed``: the plan answers a failure (a step's, or an invalid plan's): it is drawn
+        as ``draw`` says, as every fix of an invalid plan is."""
         for fix in range(tried, self.max_fixes + 1):
-            reply = await self._call_plan(first=first, finished=finished, review=review)
+            draw = self.draw(self.tally.turns + 1) if failed or fix > tried else None
+            with sampling(draw.temperature, draw.seed) if draw else nullcontext():
+                reply = await self._call_plan(first=first, finished=finished, review=review)
             try:
                 return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
                                   finished=finished, constrained=self.constrained, review=review)
@@ -219,7 +228,7 @@ class Planner:
             self.messages.append(Message.user(prompts.render(
                 self.texts["invalid_streamed"], errors="\n".join([problems, *failures]),
                 finished=self.results(done), next_id=self._next_id(finished, troubles))))
-        return await self._ask_plan(finished, tried=1,
+        return await self._ask_plan(finished, tried=1, failed=True,
                                     first=int(self._next_id(finished, troubles)[4:]))
 
     def _trouble_lines(self, troubles: Sequence[Outcome]) -> list[str]:
@@ -241,7 +250,8 @@ class Planner:
         self.messages.append(Message.user(prompts.render(
             self.texts["replan"], task=task, finished=self.results(done), failure=failure,
             next_id=self._next_id(finished, troubles))))
-        return await self._ask_plan(finished, first=int(self._next_id(finished, troubles)[4:])), failure
+        return await self._ask_plan(finished, first=int(self._next_id(finished, troubles)[4:]),
+                                    failed=True), failure
 
     async def review(self, task: str, done: Sequence[Outcome], finished: Mapping[str, Any]) -> Plan:
         """After a plan ran through: a plan with no steps whose answer names the result that
