@@ -391,3 +391,48 @@ CODE_GRAMMAR = ('root ::= "```python\\n" code "```"\n'
 #: A reply with no code at all - the final answer in plain text: what the embedded model may write
 #: once its blocks only repeat ones that ran before with the same output (``LoopContext.answer_now``).
 ANSWER_GRAMMAR = 'root ::= [^`\\n ] [^`]*\n'
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """What was taken off a block the token limit cut: ``line`` is the first line not run (1-based),
+    ``repeats`` how many ``assert`` statements were copies of an earlier one."""
+
+    code: str
+    line: int
+    repeats: int
+
+
+def cut_block(code: str) -> Cut:
+    """The whole top-level statements of ``code``, a block the token limit cut off mid-way, less
+    ``assert`` statements that repeat an earlier one word for word.
+
+    A small model that starts listing asserts may not stop: the 1.5B wrote the same three
+    ``assert do_algebra(...)`` lines until its 768 tokens ran out, mid-string, and the block
+    failed as a ``SyntaxError`` - its function, right, never ran (HumanEval/141, /160). A
+    statement the cut reached is dropped whole: a function cut inside its body would parse
+    with fewer lines and run as something it is not."""
+    lines = code.splitlines()
+    kept = len(lines)
+    tree = None
+    while kept and len(lines) - kept <= 200:  # the cut is near the end; a block is short
+        try:
+            tree = ast.parse("\n".join(lines[:kept]))
+            break
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            kept -= 1
+    body = list(tree.body) if tree is not None and kept else []
+    if body and kept < len(lines) and lines[kept][:1] in (" ", "\t"):
+        body.pop()  # the dropped line was inside the last statement: it is not whole
+    end = body[-1].end_lineno or 0 if body else 0
+    seen: set[str] = set()
+    drop: set[int] = set()
+    for node in body:
+        if isinstance(node, ast.Assert):
+            text = "\n".join(lines[node.lineno - 1:node.end_lineno]).strip()
+            if text in seen:
+                drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+            seen.add(text)
+    repeats = sum(1 for node in body if isinstance(node, ast.Assert) and node.lineno - 1 in drop)
+    return Cut("\n".join(ln for i, ln in enumerate(lines[:end]) if i not in drop).rstrip(),
+               end + 1, repeats)

@@ -13,6 +13,7 @@ copied), gives a ``<solution>`` with no code beside it, or replies with no code 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from .. import prompts
@@ -23,7 +24,7 @@ from ..models.base import Model
 from ..tools.arithmetic import ARITHMETIC
 from ..tools.base import Tool, Toolbox, to_text
 from .base import Agent, detect_language, make_guard, make_memory
-from .code_blocks import ANSWER_GRAMMAR, CODE_GRAMMAR, Reply, split_reply
+from .code_blocks import ANSWER_GRAMMAR, CODE_GRAMMAR, Reply, cut_block, split_reply
 from .context import Reported, LoopContext
 from .streak import code_key
 
@@ -147,6 +148,13 @@ class CodeActAgent(Agent):
                 text = run.response.message.content
                 reply = split_reply(text)
                 messages.append(Message.assistant(text))
+                blocks.cut = None
+                if run.response.finish_reason == "length" and reply.has_code:
+                    reply, blocks.cut = _uncut(reply, texts)
+                    if not reply.has_code:  # not one whole statement: nothing can run
+                        messages.append(Message.user(note := blocks.cut))
+                        yield Error(note, turn, recoverable=True)
+                        continue
                 if not reply.has_code:
                     if reply.answer is not None and (fix := run.checked(reply.answer)):
                         messages.append(Message.user(fix))  # not the type asked for
@@ -194,6 +202,19 @@ class CodeActAgent(Agent):
         return get_sandbox(self.sandbox, tools=tools)
 
 
+def _uncut(reply: Reply, texts: dict[str, str]) -> tuple[Reply, str]:
+    """A reply the token limit cut: its last block less the statement the cut reached (and asserts
+    repeated word for word, a small model's way of running out of tokens), and what to say."""
+    cut = cut_block(reply.blocks[-1])
+    blocks = [*reply.blocks[:-1], cut.code] if cut.code.strip() else reply.blocks[:-1]
+    if not blocks:
+        return replace(reply, blocks=[]), texts["cut_nothing"]
+    note = prompts.render(texts["cut"], line=str(cut.line))
+    if cut.repeats:
+        note += prompts.render(texts["cut_repeats"], count=str(cut.repeats))
+    return replace(reply, blocks=blocks), note
+
+
 def describe_sandbox(sandbox: Any) -> str:
     """What confines the code: the sandbox's own ``describe()`` (its kind and what it shields),
     else its ``kind``."""
@@ -215,6 +236,7 @@ class Blocks:
         self.executions, self.answer, self.value = 0, None, None
         self.outputs: list[str] = []
         self.last: Any = None
+        self.cut: str | None = None  # what the token limit took off this reply (``_uncut``)
 
     async def run(self, reply: Reply, turn: int) -> AsyncIterator[Event]:
         guard, self.outputs = self.ctx.guard, []
@@ -252,6 +274,8 @@ class Blocks:
     def observation(self, reply: Reply) -> str:
         """What the model reads after the blocks: their outputs, and a nudge toward an answer."""
         content = "\n".join(o for o in self.outputs if o != "[no output]") or self.outputs[0]
+        if self.cut:  # the token limit cut the last block: what did not run
+            content += self.cut
         if reply.solution:  # written before the output existed: not an answer yet
             content += self.texts["early_solution"]
         elif self.last.ok:
