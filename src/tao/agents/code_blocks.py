@@ -407,9 +407,9 @@ def cut_block(code: str) -> Cut:
     """The whole top-level statements of ``code``, a block the token limit cut off mid-way, less
     ``assert`` statements that repeat an earlier one word for word.
 
-    A small model that starts listing asserts may not stop: the 1.5B wrote the same three
-    ``assert do_algebra(...)`` lines until its 768 tokens ran out, mid-string, and the block
-    failed as a ``SyntaxError`` - its function, right, never ran (HumanEval/141, /160). A
+    A small model that starts listing asserts may not stop: the 1.5B wrote the same few
+    ``assert`` lines until its 768 tokens ran out, mid-string, and the block failed as a
+    ``SyntaxError`` - its function, which was right, never ran (HumanEval/141). A
     statement the cut reached is dropped whole: a function cut inside its body would parse
     with fewer lines and run as something it is not."""
     lines = code.splitlines()
@@ -424,7 +424,7 @@ def cut_block(code: str) -> Cut:
     body = list(tree.body) if tree is not None and kept else []
     if body and kept < len(lines) and lines[kept][:1] in (" ", "\t"):
         body.pop()  # the dropped line was inside the last statement: it is not whole
-    end = body[-1].end_lineno or 0 if body else 0
+    end = (body[-1].end_lineno or 0) if body else 0
     seen: set[str] = set()
     drop: set[int] = set()
     for node in body:
