@@ -53,6 +53,8 @@ class CodeActAgent(Agent):
     """
 
     name = "codeact"
+    #: a failed block's repair is sampled (``Agent.repair_temperature``), and shown without it
+    repair_temperature: float | None = 0.7
 
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  sandbox: Any = None, max_turns: int = 10, system_prompt: str | None = None,
@@ -139,11 +141,15 @@ class CodeActAgent(Agent):
                 await sandbox.__aenter__()  # the worker boots while the model writes
             async for event in run.opening(messages):  # a checklist, where one is asked for
                 yield event
+            worked = len(messages)  # the conversation up to the last turn whose code worked
+            repair = False  # whether the last turn's code failed: the next is shown without it
             while turn < self.max_turns:
                 turn += 1
                 yield TurnStarted(turn)
                 asked = self.answer_kwargs() if run.answer_now else self.model_kwargs()
-                async for event in run.model_turn(run.model.stream(messages, **asked), turn):
+                shown = _without_failed(messages, worked, texts) if repair else messages
+                repair = False
+                async for event in run.model_turn(run.model.stream(shown, **asked), turn):
                     yield event
                 text = run.response.message.content
                 reply = split_reply(text)
@@ -179,6 +185,8 @@ class CodeActAgent(Agent):
                     yield FinalAnswer(answer, turn)
                     break
                 messages.append(Message.user(blocks.observation(reply)))
+                repair = run.failed
+                worked = worked if repair else len(messages)
                 if run.ended:  # the code handed over: the target's answer ends the run
                     status = "done"
                     break
@@ -200,6 +208,18 @@ class CodeActAgent(Agent):
         from ..sandbox import get_sandbox
 
         return get_sandbox(self.sandbox, tools=tools)
+
+
+def _without_failed(messages: list[Message], worked: int, texts: dict[str, str]) -> list[Message]:
+    """What the model is shown after a block failed: the conversation up to the last turn whose
+    code worked, and the error - not the failed code. Shown its failed block, a small model
+    copies it, word for word even when sampled (HumanEval/140: the same 30 lines three times,
+    then the loop stop); asked again without it, it writes the code another way. The run's
+    messages keep everything."""
+    error = texts["failed"].format(observation=messages[-1].content)
+    last = messages[worked - 1]
+    return [*messages[:worked - 1], Message.user(last.content + error)] if last.role == "user" \
+        else [*messages[:worked], Message.user(error.strip())]
 
 
 def _uncut(reply: Reply, texts: dict[str, str]) -> tuple[Reply, str]:
