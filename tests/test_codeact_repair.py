@@ -40,3 +40,15 @@ def test_code_that_worked_stays_in_sight_after_a_later_failure():
     agent = CodeActAgent(model, sandbox="subprocess", helpers=False, language="zh")
     result = agent.run("两件东西分别 12 元和 30 元，一共多少钱？")
     assert (result.status, result.answer) == ("done", "42")
+
+
+def test_show_failed_keeps_the_failed_block_in_sight():
+    """For a model that edits better than it rewrites: the repair sees its block as before."""
+    def repair(messages):
+        assert messages[-2].role == "assistant" and "total = 21" in messages[-2].content
+        assert messages[-1].content.startswith("Observation:") and "NameError" in messages[-1].content
+        return "```python\nfinal_answer(total * 2)\n```"
+
+    model = ScriptedModel(["```python\ntotal = 21\nprint(totl * 2)\n```", repair])
+    agent = CodeActAgent(model, sandbox="subprocess", helpers=False, show_failed=True)
+    assert agent.run("Double 21").answer == "42"

@@ -49,7 +49,10 @@ class CodeActAgent(Agent):
     replaces the prompt and its one-shot example (``prompts/codeact.*``). ``memory``:
     ``tao.memory.inject.Memory`` (each call fitted to the context by default). ``guard``: the
     guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see ``tao.guard``);
-    they hold for every tool call the code makes through the bridge.
+    they hold for every tool call the code makes through the bridge. ``show_failed``: the reply
+    after a failed block is shown that block too, not only its error (by default it is shown the
+    conversation up to the last turn whose code worked, and the error: a small model shown its
+    failed code copies it; a large one may rather edit it).
     """
 
     name = "codeact"
@@ -60,7 +63,8 @@ class CodeActAgent(Agent):
                  sandbox: Any = None, max_turns: int = 10, system_prompt: str | None = None,
                  language: str | None = None, helpers: bool = True, timeout: float | None = None,
                  memory: Any = None, output_type: Any = None, output_retries: int = 1,
-                 name: str | None = None, handoffs: Iterable[Any] | None = None, **guard: Any):
+                 name: str | None = None, handoffs: Iterable[Any] | None = None,
+                 show_failed: bool = False, **guard: Any):
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         self.model = model
@@ -80,6 +84,7 @@ class CodeActAgent(Agent):
         self.system_prompt = system_prompt
         self.language = language
         self.timeout = timeout
+        self.show_failed = show_failed
         self.guard = make_guard(guard, type(self))
         self.typed(output_type, output_retries)
         self.named(name, handoffs)
@@ -185,8 +190,8 @@ class CodeActAgent(Agent):
                     yield FinalAnswer(answer, turn)
                     break
                 messages.append(Message.user(blocks.observation(reply)))
-                repair = run.failed
-                worked = worked if repair else len(messages)
+                repair = run.failed and not self.show_failed
+                worked = worked if run.failed else len(messages)
                 if run.ended:  # the code handed over: the target's answer ends the run
                     status = "done"
                     break
