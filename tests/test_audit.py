@@ -48,9 +48,14 @@ def test_api_keys_and_marked_secrets_never_reach_the_file(tmp_path, monkeypatch)
                                       "note": "use sk-proj-AAAABBBBCCCCDDDDEEEE1234 then live-key-1234567890"}})
     log.append({"kind": "tool_call", "tool": "mfa", "arguments": {"otp": "778899"}}, secret={"otp"})
 
-    data = path.read_bytes()
+    # what the records say, less the chain's own digests and clock: a sha256 in hex or a
+    # timestamp's microseconds can hold "4321" by chance (seen once in CI, 2026-12-07)
+    records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    data = json.dumps([{k: v for k, v in r.items() if k not in ("hash", "prev", "ts")}
+                       for r in records]).encode()
     for leaked in (b"4321", b"abc-123-xyz", b"eyJhbGciOi", b"sk-proj-AAAA", b"live-key-1234567890", b"778899"):
         assert leaked not in data
+    assert b"ann" in data and b"mfa" in data  # the records themselves are there
     args = entry["arguments"]
     assert args["pin"] == args["api_key"] == args["headers"]["Authorization"] == "***"
     assert args["note"] == "use *** then ***" and args["user"] == "ann"
