@@ -99,7 +99,8 @@ class LoopContext:
         """One model call as events (text as it streams, retries said); its reply is
         ``self.response`` afterwards and its usage is counted."""
         self.response = None
-        async for chunk in sampled(chunks, self.repairing(turn)):
+        draw = self.repairing(turn)  # None on most turns: the stream is read as it comes
+        async for chunk in chunks if draw is None else sampled(chunks, draw):
             if type(chunk) is str:
                 yield TokenDelta(chunk, turn)
             elif type(chunk) is ModelResponse:
