@@ -1,4 +1,4 @@
-"""tao code on twelve small projects of seed 002's size, each judged by what it does (issue 27).
+"""tao code on fifteen small projects of seed 002's size, each judged by what it does (issue 27).
 
     flock /tmp/tao-model.lock python benchmarks/coding_set.py [--half dev|held|held2|all]
         [--model local] [--max-turns 15] [--keep DIR] [--json FILE] [--judge-only DIR]
@@ -16,7 +16,9 @@ default sandbox), on the model ``tao.cli.code.for_coding`` gives. Then the judge
 
 Half of the set (``dev``) was looked at while the coder was built; the other half (``held``)
 is only ever scored. A second held-back half (``held2``, four more tasks) was added 2026-12-07
-and is likewise never looked at while building, only scored. One table row per task: works,
+and is likewise never looked at while building, only scored. ``dev2`` (three Python tasks, two
+of them packages with their own tests, added the same day) is looked at, like ``dev``: packages
+were the kind the held halves failed. One table row per task: works,
 the judge's reason, turns, tokens, seconds.
 """
 
@@ -234,6 +236,71 @@ TASKS: list[dict[str, Any]] = [
                 assert decrypt(encrypt(text, shift), shift) == text
             assert decrypt("Khoor", 3) == "Hello"
         """},
+    {"id": "textstats-pkg-en", "half": "dev2", "kind": "python", "own_tests": True,
+     "task": "Write a Python package `textstats` (a folder textstats/ with __init__.py) with a "
+             "class TextStats(text) whose methods are words() - the number of words, "
+             "sentences() - the number of sentences (each ends with '.', '!' or '?'), and "
+             "longest_word() - the longest word without its punctuation (the first one on a "
+             "tie). `from textstats import TextStats` must work. Write its tests in "
+             "tests/test_textstats.py and make sure they pass.",
+     "tests": """
+        from textstats import TextStats
+
+        def test_counts():
+            t = TextStats("It rains. Does it pour? Yes, it pours!")
+            assert t.words() == 8 and t.sentences() == 3
+
+        def test_longest_word_without_punctuation():
+            assert TextStats("A tiny elephant, walking slowly.").longest_word() == "elephant"
+            assert TextStats("one two six").longest_word() == "one"
+        """},
+    {"id": "bank-pkg-zh", "half": "dev2", "kind": "python", "own_tests": True,
+     "task": "写一个 Python 包 bank（文件夹 bank/，里面有 __init__.py），提供类 Account："
+             "Account(owner, balance=0) 开户；deposit(amount) 存钱，withdraw(amount) 取钱，"
+             "金额必须大于 0，取的钱超过余额时抛出 ValueError 且余额不变；balance() 返回当前余额；"
+             "history() 返回按时间顺序的交易列表，每笔是 (\"deposit\" 或 \"withdraw\", 金额)。"
+             "`from bank import Account` 要能用。把测试写在 tests/test_bank.py 里，并确保测试通过。",
+     "tests": """
+        import pytest
+        from bank import Account
+
+        def test_deposit_withdraw_history():
+            a = Account("Li", 100)
+            a.deposit(50)
+            a.withdraw(30)
+            assert a.balance() == 120
+            assert a.history() == [("deposit", 50), ("withdraw", 30)]
+
+        def test_overdraw_and_bad_amounts_change_nothing():
+            a = Account("Wang")
+            a.deposit(10)
+            for bad in (lambda: a.withdraw(11), lambda: a.deposit(0), lambda: a.withdraw(-5)):
+                with pytest.raises(ValueError):
+                    bad()
+            assert a.balance() == 10 and a.history() == [("deposit", 10)]
+        """},
+    {"id": "primes-py-en", "half": "dev2", "kind": "python",
+     "task": "Write a Python module primes.py with two functions: is_prime(n), True when the "
+             "integer n is a prime number (so False for 0, 1 and negative numbers), and "
+             "primes_up_to(n), the list of all primes <= n in increasing order. Running "
+             "`python primes.py N` prints the primes up to N on one line, separated by spaces: "
+             "`python primes.py 10` prints `2 3 5 7`.",
+     "tests": """
+        import subprocess, sys
+        from primes import is_prime, primes_up_to
+
+        def test_is_prime():
+            assert [n for n in range(-3, 30) if is_prime(n)] == [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
+
+        def test_primes_up_to():
+            assert primes_up_to(1) == [] and primes_up_to(2) == [2]
+            assert primes_up_to(30) == [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
+
+        def test_command_line():
+            out = subprocess.run([sys.executable, "primes.py", "20"], capture_output=True,
+                                 text=True, timeout=20).stdout
+            assert out.split() == ["2", "3", "5", "7", "11", "13", "17", "19"]
+        """},
 ]
 
 
@@ -400,7 +467,7 @@ def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--half", choices=("dev", "held", "held2", "all"), default="all")
+    ap.add_argument("--half", choices=("dev", "dev2", "held", "held2", "all"), default="all")
     ap.add_argument("--only", help="comma-separated task ids")
     ap.add_argument("--model", default="local", choices=("local", "local-0.5b", "local-1.5b"))
     ap.add_argument("--max-turns", type=int, default=15, help="tao code's default")
