@@ -314,3 +314,23 @@ def test_a_class_in_a_module_of_a_package_is_imported_by_the_package(coder_dir):
         "so from geo import Square gives the module or fails. Add from .square import Square to "
         "geo/__init__.py, then call Finish.")
     assert result.status == "done" and result.turns == 6
+
+
+def test_a_file_the_task_names_by_its_path_is_owed_before_finish(coder_dir):
+    """A package task asked for its tests in tests/test_bank.py; the coder wrote the package
+    and finished without them (2026-12-07). Files and folders the task names by path are
+    owed; a library name such as Node.js, a unit such as km/h, is no path."""
+    task = ("写一个 Python 包 bank（文件夹 bank/，里面有 __init__.py），提供 deposit(amount)；"
+            "把测试写在 tests/test_bank.py 里，并确保测试通过。不要用 Node.js，速度以 km/h 计。")
+    replies = ["Action: write_file【bank/__init__.py】\n```python\ndef deposit(amount):\n    return amount\n```",
+               'Action: run_command【python3 -c "from bank import deposit; print(deposit(5))"】',
+               "Action: Finish【好了】",  # no tests/test_bank.py: reminded
+               "Action: write_file【tests/test_bank.py】\n```python\nfrom bank import deposit\n\n\n"
+               "def test_deposit():\n    assert deposit(5) == 5\n```",
+               "Action: run_command【python3 -m pytest -q】",
+               "Action: Finish【好了】"]
+    result, model = code(coder_dir, replies, task, turns=8, language="zh")
+    assert model.calls[3][-1].content.startswith(
+        "还不能结束：任务里写到了 tests/test_bank.py，但工作区里还没有")
+    assert result.status == "done" and result.turns == 6  # the tests were written, then run
+    assert (coder_dir / "tests" / "test_bank.py").is_file()

@@ -457,12 +457,37 @@ def test_rewriting_a_module_without_its_function_says_what_is_gone(tmp_path):
     ws = Workspace(tmp_path, sandbox=False)
     first = run(ws, "write_file", path="temp.py", content="def c2f(c):\n    return c * 9 / 5 + 32\n")
     assert "gone" not in first.content
-    second = run(ws, "write_file", path="temp.py",
-                 content="import sys\n\nif __name__ == '__main__':\n    print(c2f(float(sys.argv[1])))\n")
+    second = run(ws, "write_file", path="temp.py", content="def f2c(f):\n    return (f - 32) * 5 / 9\n")
     assert not second.is_error  # written as asked; the loss is said, not refused
     assert "what it defined before is gone now: c2f" in second.content
     assert "append_file or edit_file" in second.content
-    assert (tmp_path / "temp.py").read_text().startswith("import sys")
+    assert (tmp_path / "temp.py").read_text().startswith("def f2c")
+
+
+def test_a_rewrite_that_calls_what_it_leaves_out_is_refused_and_appended_instead(tmp_path):
+    """The 1.5B writes a module one function per write_file: ``primes_up_to`` replaced the
+    ``is_prime`` it calls, and the note that it was gone went unheeded (2026-12-07). Such a
+    write is an addition sent as a rewrite; it is refused, nothing lost, with the way to add."""
+    ws = Workspace(tmp_path, sandbox=False)
+    ws.write_file("primes.py", "def is_prime(n):\n    return n > 1\n")
+    later = "def primes_up_to(n):\n    return [k for k in range(n + 1) if is_prime(k)]\n"
+    res = run(ws, "write_file", path="primes.py", content=later)
+    assert res.is_error and res.content.startswith(
+        "Error: WorkspaceError: Not written: this content uses is_prime, which primes.py defines "
+        "now and the content leaves out")
+    assert "send the same content with append_file" in res.content
+    assert (tmp_path / "primes.py").read_text() == "def is_prime(n):\n    return n > 1\n"
+    assert not run(ws, "append_file", path="primes.py", content=later).is_error
+    main = "import sys\n\nif __name__ == '__main__':\n    print(primes_up_to(int(sys.argv[1])))\n"
+    assert run(ws, "write_file", path="primes.py", content=main).is_error  # a main block alone too
+
+
+def test_a_page_script_rewritten_without_a_function_it_calls_is_refused_in_chinese(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False, language="zh")
+    ws.write_file("app.js", "function render() { document.body.textContent = items.join(); }\n")
+    with pytest.raises(WorkspaceError, match="没有写入：这段内容用到了 render"):
+        ws.write_file("app.js", "const items = [];\nfunction add(x) { items.push(x); render(); }\n")
+    assert (tmp_path / "app.js").read_text().startswith("function render()")
 
 
 def test_a_page_rewritten_without_its_handler_says_so_in_chinese(tmp_path):
@@ -519,6 +544,26 @@ def test_a_package_module_named_as_its_class_is_said_to_shadow_it(tmp_path):
     assert "Note" not in ws.write_file("tax/__init__.py", "from .rate import rate\n")
     assert "Note" not in ws.write_file("geo/util.py", "def helper():\n    pass\n")  # no shadow
     assert "Note" not in ws.write_file("square.py", "class square:\n    pass\n")  # no package
+
+
+def test_a_method_hidden_by_an_attribute_of_its_name_is_said_at_the_write(tmp_path):
+    """``self.balance = balance`` in ``__init__`` beside ``def balance(self)``: the issue 27
+    filer's package, whose ``account.balance()`` raised "'int' object is not callable" while
+    the coder's own runs never called it. pylint calls it method-hidden."""
+    ws = Workspace(tmp_path, sandbox=False)
+    account = ("class Account:\n    def __init__(self, balance=0):\n        self.balance = balance\n"
+               "\n    def balance(self):\n        return self.balance\n")
+    assert ws.write_file("bank.py", account).endswith(
+        "Note: self.balance = ... at line 3 of bank.py hides the method balance() of Account: "
+        "calling x.balance() then fails with a TypeError (such as 'int' object is not callable). "
+        "Give the attribute another name, such as self._balance")
+    zh = Workspace(tmp_path / "zh", sandbox=False, language="zh")
+    assert "把 Account 的方法 balance() 盖住了" in zh.write_file("bank.py", account)
+    fine = ("class Account:\n    def __init__(self, balance=0):\n        self._balance = balance\n"
+            "        self.owner = None\n\n    def balance(self):\n        return self._balance\n\n"
+            "    @property\n    def owner(self):\n        return self._owner\n\n"
+            "    @owner.setter\n    def owner(self, value):\n        self._owner = value\n")
+    assert "Note" not in ws.write_file("bank.py", fine)  # a property's setter is meant to be set
 
 
 def test_two_notes_on_one_write_read_as_sentences(tmp_path):

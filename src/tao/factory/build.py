@@ -129,8 +129,9 @@ def _calculators() -> list[Any]:
 def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) -> Any:
     """The coding agent on ``workspace`` (a ``Workspace`` toolbox): ReAct, text protocol. A
     ``run_command`` matching ``DANGEROUS`` needs approval, and so does what
-    ``require_approval`` adds. A Finish with Python files never run, or pages never tried, gets
-    one reminder to run them, with the run's checklist where it wrote one
+    ``require_approval`` adds. A Finish without a file or folder the task names by path gets
+    one reminder (``Workspace.files_check``); one with Python files never run, or pages never
+    tried, one to run them, with the run's checklist where it wrote one
     (``Workspace.unrun_check``); one with functions no run called, one more
     (``Workspace.uncalled_check``); one with functions the task names that no file defines
     (``Workspace.named_check``)."""
@@ -144,6 +145,7 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
     agent = ReActAgent(model, workspace, protocol="text", max_turns=max_turns,
                        system_prompt=coder_prompt(workspace), require_approval=rules, **options)
     if hasattr(workspace, "unrun_check"):
+        agent.answer_check(workspace.files_check)
         agent.answer_check(workspace.unrun_check)
         agent.answer_check(workspace.named_check)
         agent.answer_check(workspace.uncalled_check)

@@ -34,3 +34,48 @@ def kind_of(name: str) -> str | None:
     """Which reading fits a file called ``name`` (None: not a source file this reads)."""
     dot = name.rfind(".")
     return _KINDS.get(name[dot:].lower()) if dot > 0 else None
+
+
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def used(text: str, kind: str, names: list[str]) -> list[str]:
+    """Which of ``names`` ``text`` refers to without defining them (a call, a reference): a
+    rewrite holding such a use needs the definition it left out. Python by its names read
+    (``ast``; a file that does not parse, by its words), JavaScript by its words."""
+    mine = set(defined(text, kind))
+    words: set[str] = set()
+    if kind == "python":
+        try:
+            words = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            words = set(_WORD.findall(_PY_LINE.sub("", text)))
+    else:
+        words = set(_WORD.findall(_JS.sub("", text)))
+    return [n for n in names if n in words and n not in mine]
+
+
+def hidden_methods(text: str) -> list[tuple[str, str, int]]:
+    """``(class, name, line)`` for each method a ``self.name = ...`` of the same class hides
+    (pylint's method-hidden): ``self.balance = 0`` in ``__init__`` beside ``def balance(self)``
+    makes ``account.balance()`` "'int' object is not callable" - the bug the issue 27 filer's
+    package had, which the coder's own runs never showed it."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and not any(isinstance(d, ast.Name) and d.id in ("property", "staticmethod",
+                                                                     "classmethod")
+                               or isinstance(d, ast.Attribute) for d in n.decorator_list)}
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                        and t.value.id == "self" and t.attr in methods:
+                    found.append((cls.name, t.attr, node.lineno))
+                    methods.discard(t.attr)
+    return found

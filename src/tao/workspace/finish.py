@@ -4,8 +4,9 @@ A small model writes a module and calls Finish without running it, or a page who
 button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
 since they were last exercised - Python until a command that ran Python (``python3 ...``,
 ``pytest``) called each function and class the file defines, web files until ``try_page`` ran.
-Three answer checks (``Agent.answer_check``) each send the model one reminder a run:
-``unrun_check`` (never run, never tried), ``named_check`` (a name the task asks for that no
+Four answer checks (``Agent.answer_check``) each send the model one reminder a run:
+``files_check`` (a file or folder the task names by path, missing), ``unrun_check`` (never
+run, never tried), ``named_check`` (a name the task asks for that no
 file defines, or a package does not export) and ``uncalled_check`` (what no run called).
 "Called" is read from the text of what ran: the command itself, the script it runs, the test
 files pytest collects. A module whose ``to_roman`` was tried while its ``from_roman`` never was
@@ -39,6 +40,15 @@ _ASKED = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\(")
 _NOT_ASKED = frozenset({"print", "len", "int", "str", "float", "list", "dict", "set", "tuple",
                         "range", "open", "input", "sorted", "sum", "min", "max", "abs", "round",
                         "type", "isinstance", "ValueError", "TypeError", "KeyError", "Exception"})
+
+
+#: a file the task names by its path (``tests/test_bank.py``, ``index.html``), or a folder
+#: written with its slash (``shapes/``)
+_FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:py|html|htm|js|css|json|md|txt|toml|cfg))"
+                   r"(?![\w/-])")
+_NOT_FILES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "react.js", "express.js",
+                        "chart.js", "three.js", "d3.js", "p5.js", "alpine.js", "ember.js"})
+_FOLDER = re.compile(r"(?<![\w/.-])([A-Za-z_][\w-]*)/(?![\w/.-])")
 
 
 def _all_defined(text: str) -> set[str]:
@@ -200,6 +210,31 @@ class FinishChecks:
                 return str(self._say("finish_unexported", name=name, path=hidden[0],
                                      package=hidden[1], module=hidden[2]))
         return None
+
+    def files_check(self, answering: Any) -> str | None:
+        """An answer check: the files and folders the task names by path (``tests/test_bank.py``,
+        ``shapes/``) that the workspace lacks - the coder finished a package without the tests
+        the task asked for, and its users find no file where the task said (2026-12-07)."""
+        task = answering.task or ""
+        named = [*(f for f in _FILE.findall(task) if f.lower() not in _NOT_FILES),
+                 *(f"{d}/" for d in _FOLDER.findall(task))]
+        missing = [p for p in dict.fromkeys(named)  # "a folder with __init__.py": in the folder
+                   if p != "__init__.py" and not self._exists(p)]
+        if not missing:
+            return None
+        return str(self._say("finish_files", paths=", ".join(missing[:6])))
+
+    def _exists(self, path: str) -> bool:
+        """Whether the workspace has ``path`` (a folder when it ends with ``/``), looked up as
+        the tools look: inside the root, no link followed."""
+        try:
+            parts = safe_path.parts_of(path.rstrip("/"))
+        except (safe_path.Refused, ValueError):
+            return True  # not a path the tools could make: nothing to remind of
+        where = Path(self.root).joinpath(*parts)
+        if any(p.is_symlink() for p in [where, *where.parents][: len(parts)]):
+            return False
+        return where.is_dir() if path.endswith("/") else where.is_file()
 
     def _unexported(self, name: str, paths: list[str]) -> tuple[str, str, str] | None:
         """``(file, package, module)`` when ``name`` is defined only in a module of a package

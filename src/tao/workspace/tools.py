@@ -144,6 +144,8 @@ class Workspace(FinishChecks, Toolbox):
             parts = safe_path.parts_of(path)
             data = self._encoded(content)
             gone = self._gone(parts, content)
+            if gone and (needed := self._still_used(parts, content, gone)):
+                raise Refused("drops_used", path="/".join(parts), names=", ".join(needed))
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
             self._wrote["/".join(parts)] = _sha(data)
@@ -169,6 +171,17 @@ class Workspace(FinishChecks, Toolbox):
             return []  # a new file, or one we may not read: nothing to lose
         new = set(defined(content, kind))
         return [name for name in defined(old, kind) if name not in new]
+
+    @staticmethod
+    def _still_used(parts: list[str], content: str, gone: list[str]) -> list[str]:
+        """What ``content`` calls of the definitions it would drop: then it is an addition sent
+        as a rewrite (the 1.5B writes a module one function per ``write_file``, and
+        ``primes_up_to`` replaced the ``is_prime`` it calls), and writing it would lose work and
+        leave a file that fails - so it is refused, with the way to add it."""
+        from .defs import kind_of, used
+
+        kind = kind_of(parts[-1])
+        return used(content, kind, gone) if kind else []
 
     def append_file(self, path: str, content: str) -> str:
         """Add lines to the end of a file in the workspace (made if missing): long files go in parts.
@@ -412,7 +425,18 @@ class Workspace(FinishChecks, Toolbox):
         error = _python_error(text) if path.endswith(".py") else None
         if error:
             return self._say("py_syntax", path=path, error=error)
-        return self._shadow_note(path, text) if path.endswith(".py") else ""
+        if not path.endswith(".py"):
+            return ""
+        return self._shadow_note(path, text) + self._hidden_note(path, text)
+
+    def _hidden_note(self, path: str, text: str) -> str:
+        """A method hidden by an attribute of the same name (``defs.hidden_methods``): said at
+        the write, where the line is known, since a run that never calls the method never
+        shows it."""
+        from .defs import hidden_methods
+
+        return "".join(self._say("py_hidden", path=path, line=line, cls=cls, name=name)
+                       for cls, name, line in hidden_methods(text)[:3])
 
     def _shadow_note(self, path: str, text: str) -> str:
         """A package's module named as what it defines (``shapes/Circle.py`` holding ``class
