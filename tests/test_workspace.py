@@ -482,6 +482,20 @@ def test_a_rewrite_that_calls_what_it_leaves_out_is_refused_and_appended_instead
     assert run(ws, "write_file", path="primes.py", content=main).is_error  # a main block alone too
 
 
+def test_appending_what_the_file_already_holds_word_for_word_is_refused(tmp_path):
+    """Told to append what a refused rewrite held, the 1.5B did so after writing the file
+    whole: two copies of each function, then "occurs 2 times" on every edit (2026-12-07)."""
+    ws = Workspace(tmp_path, sandbox=False)
+    both = "def is_prime(n):\n    return n > 1\n\n\ndef primes_up_to(n):\n    return []\n"
+    ws.write_file("primes.py", both)
+    res = run(ws, "append_file", path="primes.py", content=both)
+    assert res.is_error and "already holds this content word for word" in res.content
+    assert (tmp_path / "primes.py").read_text() == both
+    assert not run(ws, "append_file", path="primes.py", content="\nprint(is_prime(7))\n").is_error
+    assert not run(ws, "append_file", path="notes.txt", content="def x\n").is_error  # not code
+    assert not run(ws, "append_file", path="notes.txt", content="def x\n").is_error
+
+
 def test_a_page_script_rewritten_without_a_function_it_calls_is_refused_in_chinese(tmp_path):
     ws = Workspace(tmp_path, sandbox=False, language="zh")
     ws.write_file("app.js", "function render() { document.body.textContent = items.join(); }\n")
@@ -556,7 +570,8 @@ def test_a_method_hidden_by_an_attribute_of_its_name_is_said_at_the_write(tmp_pa
     assert ws.write_file("bank.py", account).endswith(
         "Note: self.balance = ... at line 3 of bank.py hides the method balance() of Account: "
         "calling x.balance() then fails with a TypeError (such as 'int' object is not callable). "
-        "Give the attribute another name, such as self._balance")
+        "Give the attribute another name (such as self._balance) everywhere the class sets or "
+        "reads it as a value: best write the whole file again with write_file")
     zh = Workspace(tmp_path / "zh", sandbox=False, language="zh")
     assert "把 Account 的方法 balance() 盖住了" in zh.write_file("bank.py", account)
     fine = ("class Account:\n    def __init__(self, balance=0):\n        self._balance = balance\n"

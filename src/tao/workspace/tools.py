@@ -202,6 +202,8 @@ class Workspace(FinishChecks, Toolbox):
                 if e.key != "not_found":
                     raise
                 old = b""
+            if self._repeats(parts, old, content):
+                raise Refused("append_again", path=where)
             if old and not old.endswith(b"\n"):  # the parts are lines: a part starts on its own
                 old += b"\n"
             ours = not old or self._wrote.get(where) in (_sha(old), _sha(old[:-1]))
@@ -214,6 +216,18 @@ class Workspace(FinishChecks, Toolbox):
             return self._say("appended", path=where, lines=content.count("\n") + 1,
                              total=total) + self._page_note(where) + \
                 self._python_note(where, (old + data).decode("utf-8", "replace"))
+
+    @staticmethod
+    def _repeats(parts: list[str], old: bytes, content: str) -> bool:
+        """Whether ``content`` defines something and the file holds it word for word already:
+        told to append what a refused rewrite held, the 1.5B appended it after it had written
+        the file whole - two copies of each function, and every later edit "occurs 2 times"."""
+        from .defs import defined, kind_of
+
+        kind = kind_of(parts[-1])
+        text = content.strip()
+        return bool(kind and text and old and defined(text, kind)
+                    and text in old.decode("utf-8", "replace"))
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
         """Read a text file in the workspace, a window of lines at a time.
