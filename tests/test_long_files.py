@@ -334,3 +334,21 @@ def test_a_file_the_task_names_by_its_path_is_owed_before_finish(coder_dir):
         "还不能结束：任务里写到了 tests/test_bank.py，但工作区里还没有")
     assert result.status == "done" and result.turns == 6  # the tests were written, then run
     assert (coder_dir / "tests" / "test_bank.py").is_file()
+
+
+def test_a_command_the_task_shows_is_owed_until_a_run_ran_its_script(coder_dir):
+    """The coder called primes_up_to, saw [2, 3, 5, 7] and finished; the command line the
+    task showed was never written, and only running it tells (2026-12-07). Any arguments
+    will do, and python3 is python."""
+    task = "Write primes.py with primes_up_to(n). Running `python primes.py 10` prints `2 3 5 7`."
+    module = "def primes_up_to(n):\n    return [k for k in range(2, n + 1) if all(k % d for d in range(2, k))]\n"
+    replies = [f"Action: write_file【primes.py】\n```python\n{module}```",
+               'Action: run_command【python3 -c "from primes import primes_up_to; print(primes_up_to(10))"】',
+               "Action: Finish【done】",  # `python primes.py 10` never ran: reminded
+               "Action: run_command【python3 primes.py 20】",
+               "Action: Finish【done】"]
+    result, model = code(coder_dir, replies, task, turns=8)
+    assert model.calls[3][-1].content.startswith(
+        "Not done yet: the task shows the command python primes.py 10, which no run_command ran.")
+    assert "It printed nothing, so it checked nothing" in model.calls[4][-1].content
+    assert result.status == "done" and result.turns == 5

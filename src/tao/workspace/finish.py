@@ -4,9 +4,9 @@ A small model writes a module and calls Finish without running it, or a page who
 button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
 since they were last exercised - Python until a command that ran Python (``python3 ...``,
 ``pytest``) called each function and class the file defines, web files until ``try_page`` ran.
-Four answer checks (``Agent.answer_check``) each send the model one reminder a run:
+Five answer checks (``Agent.answer_check``) each send the model one reminder a run:
 ``files_check`` (a file or folder the task names by path, missing), ``unrun_check`` (never
-run, never tried), ``named_check`` (a name the task asks for that no
+run, never tried), ``commands_check`` (a command the task shows, never run), ``named_check`` (a name the task asks for that no
 file defines, or a package does not export) and ``uncalled_check`` (what no run called).
 "Called" is read from the text of what ran: the command itself, the script it runs, the test
 files pytest collects. A module whose ``to_roman`` was tried while its ``from_roman`` never was
@@ -46,6 +46,8 @@ _NOT_ASKED = frozenset({"print", "len", "int", "str", "float", "list", "dict", "
 #: written with its slash (``shapes/``)
 _FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:py|html|htm|js|css|json|md|txt|toml|cfg))"
                    r"(?![\w/-])")
+#: a command the task shows in backquotes (`python primes.py 10`): its users will type it
+_TASK_COMMAND = re.compile(r"`((?:python[0-9.]*|pytest|node|npm)(?:\s[^`\n]*)?)`")
 _NOT_FILES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "react.js", "express.js",
                         "chart.js", "three.js", "d3.js", "p5.js", "alpine.js", "ember.js"})
 _FOLDER = re.compile(r"(?<![\w/.-])([A-Za-z_][\w-]*)/(?![\w/.-])")
@@ -91,6 +93,28 @@ def _needs(fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
     return len(args) - 1 > len(fn.args.defaults)
 
 
+def _only_defines(text: str) -> bool:
+    """Whether a script does nothing when run: only imports, definitions and constants at its
+    top level (no call, no ``if __name__ == "__main__":``)."""
+    try:
+        body = ast.parse(text).body if text else []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    quiet = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+             ast.Assign, ast.AnnAssign)
+    return bool(body) and all(isinstance(n, quiet) or isinstance(n, ast.Expr)
+                              and isinstance(n.value, ast.Constant) for n in body)
+
+
+def _head(command: str) -> tuple[str, ...]:
+    """A command's program and the script or module it runs: ``python3 primes.py 10`` and
+    ``python primes.py 20`` are one (the sandbox's python and python3 are the same)."""
+    words = command.replace("python3", "python").split()
+    if words and words[0] == "python" and len(words) > 2 and words[1] == "-m":
+        return tuple(words[:3])
+    return tuple(words[:2])
+
+
 def _is_test(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return name.startswith("test") or name.endswith("_test.py") or name == "conftest.py"
@@ -109,6 +133,7 @@ class FinishChecks:
         #: written, then the names of it that the runs since called
         self._unrun: dict[str, set[str] | None] = {}
         self._untried: dict[str, None] = {}  # web files written since try_page last ran
+        self._commands_run: list[str] = []  # every run_command's command, in order
 
     def _written(self, path: str, appended: bool = False) -> None:
         """A write makes the file owed a run again; lines appended leave what ran before
@@ -124,11 +149,15 @@ class FinishChecks:
         unless it printed nothing and exited 0: ``python3 wordcount.py FILE`` on a module of
         functions calls none of them, and the model took the silence for success. Then a note
         says how to call one, and the files stay owed. Returns the note ("" for none)."""
+        self._commands_run.append(command)
         if not _RUNS_PYTHON.search(command):
             return ""
         unrun = [p for p, seen in self._unrun.items() if seen is None]
         if silent and unrun:
             return "\n" + str(self._say("ran_silent", how=self._how(unrun, call=True)))
+        scripts = [p for p in _SCRIPT.findall(command) if _only_defines(self._head(p))]
+        if silent and scripts:  # run as a command line, a module with none: said, owes nothing
+            return "\n" + str(self._say("ran_silent", how=self._how(scripts[:1], call=True)))
         called = self._called_by(command)
         for path, seen in self._unrun.items():
             self._unrun[path] = (seen or set()) | called
@@ -223,6 +252,20 @@ class FinishChecks:
         if not missing:
             return None
         return str(self._say("finish_files", paths=", ".join(missing[:6])))
+
+    def commands_check(self, answering: Any) -> str | None:
+        """An answer check: a command the task shows (`python primes.py 10` prints `2 3 5 7`)
+        that no ``run_command`` ran - the program and its script, whatever the arguments. The
+        coder called the module's functions, saw them right and finished; the command line the
+        task asked for was never written (2026-12-07), and only running it shows that."""
+        if self._commands is None:
+            return None
+        ran = {_head(c) for c in self._commands_run}
+        owed = [c for c in dict.fromkeys(_TASK_COMMAND.findall(answering.task or ""))
+                if _head(c) not in ran]
+        if not owed:
+            return None
+        return str(self._say("finish_command", command=owed[0])) + self._checklist_note(answering)
 
     def _exists(self, path: str) -> bool:
         """Whether the workspace has ``path`` (a folder when it ends with ``/``), looked up as
