@@ -210,7 +210,9 @@ def test_a_run_that_printed_nothing_checked_nothing(coder_dir):
                "Action: Finish【done】"]
     result, model = code(coder_dir, replies, "Write wordcount.py", turns=8)
     silent = model.calls[2][-1].content
-    assert "It printed nothing, so it checked nothing" in silent
+    assert silent.startswith("Observation: [exit status 0]\nIt printed nothing: wordcount.py only "
+                             "defines functions and classes, so run as a command it does nothing.")
+    assert 'if __name__ == "__main__": block at the end of wordcount.py' in silent
     assert 'python3 -c "from wordcount import count_words; print(count_words(' in silent
     assert "wordcount.py were written but never run" in model.calls[3][-1].content
     assert "{}" in model.calls[4][-1].content  # the call printed, so it counts
@@ -350,5 +352,5 @@ def test_a_command_the_task_shows_is_owed_until_a_run_ran_its_script(coder_dir):
     result, model = code(coder_dir, replies, task, turns=8)
     assert model.calls[3][-1].content.startswith(
         "Not done yet: the task shows the command python primes.py 10, which no run_command ran.")
-    assert "It printed nothing, so it checked nothing" in model.calls[4][-1].content
+    assert "It printed nothing: primes.py only defines functions" in model.calls[4][-1].content
     assert result.status == "done" and result.turns == 5

@@ -153,11 +153,12 @@ class FinishChecks:
         if not _RUNS_PYTHON.search(command):
             return ""
         unrun = [p for p, seen in self._unrun.items() if seen is None]
+        scripts = [p for p in _SCRIPT.findall(command) if _only_defines(self._head(p))]
+        if silent and scripts:  # run as a command, a module with no command line: said first
+            return "\n" + str(self._say("ran_no_main", script=scripts[0],
+                                         how=self._how(scripts[:1], call=True)))
         if silent and unrun:
             return "\n" + str(self._say("ran_silent", how=self._how(unrun, call=True)))
-        scripts = [p for p in _SCRIPT.findall(command) if _only_defines(self._head(p))]
-        if silent and scripts:  # run as a command line, a module with none: said, owes nothing
-            return "\n" + str(self._say("ran_silent", how=self._how(scripts[:1], call=True)))
         called = self._called_by(command)
         for path, seen in self._unrun.items():
             self._unrun[path] = (seen or set()) | called
