@@ -602,3 +602,20 @@ def test_the_finish_checks_read_no_fifo_and_no_link_out_of_the_workspace(tmp_pat
     ws._ran("python3 -m pytest -q")  # returns at once: the FIFO is not opened
     assert ws._head("test_fifo.py") == "" and ws._head("test_link.py") == ""
     assert ws._uncalled("mod.py", ws._unrun["mod.py"]) == ["used"]
+
+
+@needs_bwrap
+def test_failing_tests_are_told_what_to_read_and_which_side_to_fix(tmp_path):
+    """Shown three pytest failures, the 1.5B sent edit_file with a line of pytest's output as
+    ``old`` (2026-12-07): a failing run says how to read a failure and where ``old`` comes from."""
+    (tmp_path / "test_add.py").write_text("def test_add():\n    assert 1 + 1 == 3\n")
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
+    with Workspace(tmp_path, sandbox="bwrap") as ws:
+        failed = run(ws, "run_command", command="pytest -q test_add.py").content
+        passed = run(ws, "run_command", command="pytest -q test_ok.py").content
+    assert "1 failed" in failed and failed.endswith(
+        "Some tests failed. In each failure the line marked > is the check that failed and the E "
+        "lines what came out. Work out the right value from the task first: if the code is wrong, "
+        "fix the code; if the test expects a wrong value, fix the test. edit_file's old is text "
+        "copied from the file, never from this output.")
+    assert "1 passed" in passed and "Some tests failed" not in passed

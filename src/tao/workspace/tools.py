@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,8 @@ def _sha(data: bytes) -> str:
 
 
 _WEB = (".html", ".htm", ".js", ".mjs", ".css")
+#: pytest's summary of a run with failures ("3 failed", "1 failed, 2 passed", "1 error")
+_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) |\b\d+ (?:failed|errors?)\b", re.MULTILINE)
 
 
 class WorkspaceError(ValueError):
@@ -370,7 +373,9 @@ class Workspace(FinishChecks, Toolbox):
                 raise Refused("bad_timeout", value=timeout, cap=self.max_timeout)
         assert self._commands is not None  # the tool exists only with a sandbox
         out = await self._commands.run(command, timeout)
-        return out + self._ran(command, silent=out == self._commands.quiet_success)
+        failed = "pytest" in command and _PYTEST_FAILED.search(out) is not None
+        return out + self._ran(command, silent=out == self._commands.quiet_success) + \
+            ("\n" + self._say("tests_failed") if failed else "")
 
     def try_page(self, steps: str, page: str = "index.html") -> str:
         """Use a page of the workspace in a headless browser; see what it shows after each step.
