@@ -354,3 +354,25 @@ def test_a_command_the_task_shows_is_owed_until_a_run_ran_its_script(coder_dir):
         "Not done yet: the task shows the command python primes.py 10, which no run_command ran.")
     assert "It printed nothing: primes.py only defines functions" in model.calls[4][-1].content
     assert result.status == "done" and result.turns == 5
+
+
+def test_a_command_that_prints_other_than_the_task_says_is_owed(coder_dir):
+    """`python primes.py 10` prints `2 3 5 7`, the task said; the coder's printed [2, 3, 5, 7],
+    and it finished (2026-12-07). The very command's output is compared word by word."""
+    task = "Write primes.py: running `python primes.py 10` prints `2 3 5 7`."
+    listing = ("import sys\n\n\ndef primes(n):\n    return [k for k in range(2, n + 1) "
+               "if all(k % d for d in range(2, k))]\n\n\nif __name__ == '__main__':\n"
+               "    print({})\n")
+    replies = ["Action: write_file【primes.py】\n```python\n" + listing.format("primes(int(sys.argv[1]))") + "```",
+               "Action: run_command【python3 primes.py 10】",
+               "Action: Finish【done】",  # printed [2, 3, 5, 7]: reminded
+               "Action: write_file【primes.py】\n```python\n"
+               + listing.format("*primes(int(sys.argv[1]))") + "```",
+               "Action: run_command【python primes.py 10】",
+               "Action: Finish【done】"]
+    result, model = code(coder_dir, replies, task, turns=8)
+    assert model.calls[3][-1].content == (
+        "Not done yet: the task says python primes.py 10 prints 2 3 5 7, but it printed "
+        "[2, 3, 5, 7]. Make it print exactly what the task says, run it again, then call Finish.")
+    assert model.calls[5][-1].content.startswith("Observation: 2 3 5 7\n")
+    assert result.status == "done" and result.turns == 6

@@ -496,6 +496,19 @@ def test_appending_what_the_file_already_holds_word_for_word_is_refused(tmp_path
     assert not run(ws, "append_file", path="notes.txt", content="def x\n").is_error
 
 
+def test_an_append_that_starts_with_the_whole_file_adds_only_its_new_lines(tmp_path):
+    """Asked for a main block, the 1.5B appended the module again with the block below it:
+    every function twice (2026-12-07). Only the lines after the copy go on, and it is said."""
+    ws = Workspace(tmp_path, sandbox=False)
+    module = "def primes_up_to(n):\n    return [2, 3]\n"
+    ws.write_file("primes.py", module)
+    main = "if __name__ == '__main__':\n    print(primes_up_to(3))\n"
+    said = ws.append_file("primes.py", module + main)
+    assert said.startswith("primes.py already held the start of this content word for word, so "
+                           "only the new lines after it went on: appended 3 lines to primes.py")
+    assert (tmp_path / "primes.py").read_text() == module + main
+
+
 def test_a_page_script_rewritten_without_a_function_it_calls_is_refused_in_chinese(tmp_path):
     ws = Workspace(tmp_path, sandbox=False, language="zh")
     ws.write_file("app.js", "function render() { document.body.textContent = items.join(); }\n")

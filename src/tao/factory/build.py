@@ -133,7 +133,8 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
     one reminder (``Workspace.files_check``); one with Python files never run, or pages never
     tried, one to run them, with the run's checklist where it wrote one
     (``Workspace.unrun_check``); one without the command the task shows run
-    (``Workspace.commands_check``); one with functions no run called, one more
+    (``Workspace.commands_check``), and one where it printed other than the task says
+    (``Workspace.outputs_check``); one with functions no run called, one more
     (``Workspace.uncalled_check``); one with functions the task names that no file defines
     (``Workspace.named_check``)."""
     from ..agents.react import ReActAgent
@@ -149,6 +150,7 @@ def _coder(model: Any, workspace: Any, max_turns: int, options: dict[str, Any]) 
         agent.answer_check(workspace.files_check)
         agent.answer_check(workspace.unrun_check)
         agent.answer_check(workspace.commands_check)
+        agent.answer_check(workspace.outputs_check)
         agent.answer_check(workspace.named_check)
         agent.answer_check(workspace.uncalled_check)
     return agent

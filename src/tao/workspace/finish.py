@@ -4,9 +4,10 @@ A small model writes a module and calls Finish without running it, or a page who
 button throws and never clicks it; the user finds out. So ``Workspace`` keeps the files written
 since they were last exercised - Python until a command that ran Python (``python3 ...``,
 ``pytest``) called each function and class the file defines, web files until ``try_page`` ran.
-Five answer checks (``Agent.answer_check``) each send the model one reminder a run:
+Six answer checks (``Agent.answer_check``) each send the model one reminder a run:
 ``files_check`` (a file or folder the task names by path, missing), ``unrun_check`` (never
-run, never tried), ``commands_check`` (a command the task shows, never run), ``named_check`` (a name the task asks for that no
+run, never tried), ``commands_check`` (a command the task shows, never run), ``outputs_check`` (one that
+printed other than the task says), ``named_check`` (a name the task asks for that no
 file defines, or a package does not export) and ``uncalled_check`` (what no run called).
 "Called" is read from the text of what ran: the command itself, the script it runs, the test
 files pytest collects. A module whose ``to_roman`` was tried while its ``from_roman`` never was
@@ -48,6 +49,9 @@ _FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:py|html|htm|js|css|json
                    r"(?![\w/-])")
 #: a command the task shows in backquotes (`python primes.py 10`): its users will type it
 _TASK_COMMAND = re.compile(r"`((?:python[0-9.]*|pytest|node|npm)(?:\s[^`\n]*)?)`")
+#: a command the task shows with what it prints: `python primes.py 10` prints `2 3 5 7`
+_TASK_EXAMPLE = re.compile(r"`((?:python[0-9.]*|node)\s[^`\n]+)`\s*(?:prints|outputs|shows|"
+                           r"should print|会?打印出?|会?输出)\s*`([^`\n]+)`")
 _NOT_FILES = frozenset({"node.js", "vue.js", "next.js", "nuxt.js", "react.js", "express.js",
                         "chart.js", "three.js", "d3.js", "p5.js", "alpine.js", "ember.js"})
 _FOLDER = re.compile(r"(?<![\w/.-])([A-Za-z_][\w-]*)/(?![\w/.-])")
@@ -106,6 +110,18 @@ def _only_defines(text: str) -> bool:
                               and isinstance(n.value, ast.Constant) for n in body)
 
 
+def _words(text: str) -> list[str]:
+    return text.replace("python3", "python").split()
+
+
+def _printed(out: str) -> str:
+    """What a command printed: its output less the closing status line ("[exit status 0]")."""
+    lines = out.rstrip("\n").split("\n")
+    if lines and lines[-1].startswith("[") and lines[-1].endswith("]"):
+        lines.pop()
+    return "\n".join(lines)
+
+
 def _head(command: str) -> tuple[str, ...]:
     """A command's program and the script or module it runs: ``python3 primes.py 10`` and
     ``python primes.py 20`` are one (the sandbox's python and python3 are the same)."""
@@ -133,7 +149,7 @@ class FinishChecks:
         #: written, then the names of it that the runs since called
         self._unrun: dict[str, set[str] | None] = {}
         self._untried: dict[str, None] = {}  # web files written since try_page last ran
-        self._commands_run: list[str] = []  # every run_command's command, in order
+        self._commands_run: list[tuple[str, str]] = []  # every run_command's, with its output
 
     def _written(self, path: str, appended: bool = False) -> None:
         """A write makes the file owed a run again; lines appended leave what ran before
@@ -144,12 +160,12 @@ class FinishChecks:
         elif path.lower().endswith(_WEB):
             self._untried[path] = None
 
-    def _ran(self, command: str, silent: bool = False) -> str:
+    def _ran(self, command: str, out: str = "", silent: bool = False) -> str:
         """A command that ran Python pays for the files whose functions and classes it called -
         unless it printed nothing and exited 0: ``python3 wordcount.py FILE`` on a module of
         functions calls none of them, and the model took the silence for success. Then a note
         says how to call one, and the files stay owed. Returns the note ("" for none)."""
-        self._commands_run.append(command)
+        self._commands_run.append((command, out))
         if not _RUNS_PYTHON.search(command):
             return ""
         unrun = [p for p, seen in self._unrun.items() if seen is None]
@@ -261,12 +277,24 @@ class FinishChecks:
         task asked for was never written (2026-12-07), and only running it shows that."""
         if self._commands is None:
             return None
-        ran = {_head(c) for c in self._commands_run}
+        ran = {_head(c) for c, _ in self._commands_run}
         owed = [c for c in dict.fromkeys(_TASK_COMMAND.findall(answering.task or ""))
                 if _head(c) not in ran]
         if not owed:
             return None
         return str(self._say("finish_command", command=owed[0])) + self._checklist_note(answering)
+
+    def outputs_check(self, answering: Any) -> str | None:
+        """An answer check: the task shows what a command prints (`python primes.py 10` prints
+        `2 3 5 7`), a run of that very command printed something else (``[2, 3, 5, 7]``: the
+        coder saw it and finished, 2026-12-07). Compared word by word; a command never run
+        this way is ``commands_check``'s."""
+        for command, expected in _TASK_EXAMPLE.findall(answering.task or ""):
+            outs = [out for c, out in self._commands_run if _words(c) == _words(command)]
+            if outs and _words(_printed(outs[-1])) != _words(expected):
+                got = " ".join(_printed(outs[-1]).split())[:200] or str(self._say("no_output"))
+                return str(self._say("finish_output", command=command, expected=expected, got=got))
+        return None
 
     def _exists(self, path: str) -> bool:
         """Whether the workspace has ``path`` (a folder when it ends with ``/``), looked up as

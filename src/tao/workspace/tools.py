@@ -59,6 +59,18 @@ def _python_error(text: str) -> str | None:
     return None
 
 
+def _after_resent(old: bytes, content: str) -> tuple[str, bool]:
+    """``content`` less the whole file it starts with, where it does: asked to add a main
+    block, the 1.5B sent the module again with the block below it, and every function was
+    then in the file twice (``edit_file``: "occurs 2 times"). ``(content, False)`` otherwise."""
+    text = old.decode("utf-8", "replace").strip()
+    body = content.lstrip()
+    if not text or not body.startswith(text):
+        return content, False
+    rest = body[len(text):].lstrip("\n")
+    return (rest, True) if rest.strip() else (content, False)
+
+
 def _sha(data: bytes) -> str:
     import hashlib
 
@@ -207,6 +219,8 @@ class Workspace(FinishChecks, Toolbox):
                 old = b""
             if self._repeats(parts, old, content):
                 raise Refused("append_again", path=where)
+            content, resent = _after_resent(old, content)
+            data = self._encoded(content) if resent else data
             if old and not old.endswith(b"\n"):  # the parts are lines: a part starts on its own
                 old += b"\n"
             ours = not old or self._wrote.get(where) in (_sha(old), _sha(old[:-1]))
@@ -216,8 +230,10 @@ class Workspace(FinishChecks, Toolbox):
                 self._wrote[where] = _sha(old + data)
             self._written(where, appended=True)
             total = (old + data).count(b"\n") + (not data.endswith(b"\n"))
-            return self._say("appended", path=where, lines=content.count("\n") + 1,
-                             total=total) + self._page_note(where) + \
+            said = self._say("appended", path=where, lines=content.count("\n") + 1, total=total)
+            if resent:
+                said = self._say("append_resent", path=where) + said
+            return said + self._page_note(where) + \
                 self._python_note(where, (old + data).decode("utf-8", "replace"))
 
     @staticmethod
@@ -374,7 +390,7 @@ class Workspace(FinishChecks, Toolbox):
         assert self._commands is not None  # the tool exists only with a sandbox
         out = await self._commands.run(command, timeout)
         failed = "pytest" in command and _PYTEST_FAILED.search(out) is not None
-        return out + self._ran(command, silent=out == self._commands.quiet_success) + \
+        return out + self._ran(command, out, silent=out == self._commands.quiet_success) + \
             ("\n" + self._say("tests_failed") if failed else "")
 
     def try_page(self, steps: str, page: str = "index.html") -> str:
