@@ -496,6 +496,17 @@ def test_appending_what_the_file_already_holds_word_for_word_is_refused(tmp_path
     assert not run(ws, "append_file", path="notes.txt", content="def x\n").is_error
 
 
+def test_a_write_that_changes_nothing_is_refused_with_what_to_do_next(tmp_path):
+    """The 1.5B wrote the same __init__.py ten times in a row, each time told "written"
+    (2026-12-07): a write of exactly what the file holds changes nothing and says so, as an
+    edit whose old and new are the same does, so the loop stop sees it."""
+    ws = Workspace(tmp_path, sandbox=False, language="zh")
+    ws.write_file("bank/__init__.py", "from .account import Account\n")
+    res = run(ws, "write_file", path="bank/__init__.py", content="from .account import Account\n")
+    assert res.is_error and "没有写入：bank/__init__.py 里已经正好是这些内容，什么也没有改变" in res.content
+    assert not run(ws, "write_file", path="bank/__init__.py", content="").is_error
+
+
 def test_an_append_that_starts_with_the_whole_file_adds_only_its_new_lines(tmp_path):
     """Asked for a main block, the 1.5B appended the module again with the block below it:
     every function twice (2026-12-07). Only the lines after the copy go on, and it is said."""

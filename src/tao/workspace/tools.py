@@ -158,6 +158,8 @@ class Workspace(FinishChecks, Toolbox):
         with self._refusals():
             parts = safe_path.parts_of(path)
             data = self._encoded(content)
+            if self._holds(parts, data):
+                raise Refused("write_same", path="/".join(parts))
             gone = self._gone(parts, content)
             if gone and (needed := self._still_used(parts, content, gone)):
                 raise Refused("drops_used", path="/".join(parts), names=", ".join(needed))
@@ -186,6 +188,14 @@ class Workspace(FinishChecks, Toolbox):
             return []  # a new file, or one we may not read: nothing to lose
         new = set(defined(content, kind))
         return [name for name in defined(old, kind) if name not in new]
+
+    def _holds(self, parts: list[str], data: bytes) -> bool:
+        """Whether the file is there with exactly ``data``: a write that changes nothing. The
+        1.5B wrote the same ``__init__.py`` ten times in a row, each time told "written"."""
+        try:
+            return self._read(parts) == data
+        except (Refused, OSError):
+            return False
 
     @staticmethod
     def _still_used(parts: list[str], content: str, gone: list[str]) -> list[str]:
