@@ -6,6 +6,7 @@ it got are written and the model is told where it stopped, so it carries on with
 
 import asyncio
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -376,3 +377,15 @@ def test_a_command_that_prints_other_than_the_task_says_is_owed(coder_dir):
         "[2, 3, 5, 7]. Make it print exactly what the task says, run it again, then call Finish.")
     assert model.calls[5][-1].content.startswith("Observation: 2 3 5 7\n")
     assert result.status == "done" and result.turns == 6
+
+
+@(skip_mark("bwrap") or (lambda f: f))
+def test_the_commands_python_is_taos_own_with_its_venv(tmp_path):
+    """In a venv (the README's install), ``python3`` in a command was a link to tao's
+    interpreter, and a venv's python run through a link elsewhere starts as the base Python:
+    none of the venv's packages, pytest among them. It runs with tao's own prefix."""
+    with Workspace(tmp_path, sandbox="bwrap") as ws:
+        out = asyncio.run(ws.execute(ToolCall("c", "run_command", {
+            "command": "python3 -c 'import sys; print(sys.prefix)'; "
+                       "python -c 'import sys; print(sys.prefix)'"}))).content
+    assert out.split("\n")[:2] == [sys.prefix, sys.prefix], out

@@ -16,6 +16,7 @@ import sys
 import time
 
 _PYTEST = '#!/bin/sh\nexec python3 -m pytest "$@"\n'
+_EXEC = '#!/bin/sh\nexec %s "$@"\n'
 
 
 def tao_sh(command, timeout, budget):
@@ -60,21 +61,24 @@ def _path():
     """PATH for the command: ``python``, ``python3`` and ``pytest`` are the worker's own
     interpreter (the one tao runs on, with its packages: pytest among them), whatever the
     system calls its Pythons - a coder's first check is ``python app.py`` or ``pytest``. The
-    names live in a folder of this uid's under /tmp (the sandbox's private tmpfs)."""
+    names live in a folder of this uid's under /tmp (the sandbox's private tmpfs; the host's
+    with the subprocess backend, so they are written afresh each time). They are scripts that
+    exec the interpreter by its own path, not links to it: run through a link elsewhere, a
+    venv's python does not find its ``pyvenv.cfg`` and starts as the base Python, without the
+    venv's packages - no pytest in a fresh ``python -m venv`` install."""
     here = os.path.dirname(sys.executable)
     shim = f"/tmp/.tao-bin-{os.getuid()}"
+    exe = "'" + sys.executable.replace("'", "'\\''") + "'"
     try:
         os.makedirs(shim, mode=0o700, exist_ok=True)
         if os.lstat(shim).st_uid != os.getuid():  # someone else's: not ours to trust
             raise OSError("foreign")
-        for name in ("python", "python3"):
-            if not os.path.lexists(os.path.join(shim, name)):
-                os.symlink(sys.executable, os.path.join(shim, name))
-        script = os.path.join(shim, "pytest")
-        if not os.path.lexists(script):
-            with open(script, "w") as f:
-                f.write(_PYTEST)
-            os.chmod(script, 0o700)
+        for name, text in (("python", _EXEC % exe), ("python3", _EXEC % exe), ("pytest", _PYTEST)):
+            tmp = os.path.join(shim, f".{name}.{os.getpid()}")
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.chmod(tmp, 0o700)
+            os.replace(tmp, os.path.join(shim, name))  # a link left by an older tao goes too
     except OSError:
         shim = ""
     return ":".join(p for p in (shim, here, os.environ.get("PATH", "")) if p)
