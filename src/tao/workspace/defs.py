@@ -76,6 +76,6 @@ def hidden_methods(text: str) -> list[tuple[str, str, int]]:
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
                         and t.value.id == "self" and t.attr in methods:
-                    found.append((cls.name, t.attr, node.lineno))
+                    found.append((cls.name, t.attr, t.lineno))
                     methods.discard(t.attr)
     return found

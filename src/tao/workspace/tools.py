@@ -33,7 +33,7 @@ from ..tools.base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
 from .commands import Commands, chosen_backend
 from .finish import FinishChecks
 from .page import chromium as page_chromium
-from . import safe_path
+from . import safe_path, writes
 from .safe_path import Refused
 
 _BUDGET = MAX_OBSERVATION_CHARS - 400  # room for the header and notes: never cut by the Toolbox
@@ -57,18 +57,6 @@ def _python_error(text: str) -> str | None:
     except (ValueError, RecursionError, MemoryError) as e:
         return f"{type(e).__name__}: {e}"[:200]
     return None
-
-
-def _after_resent(old: bytes, content: str) -> tuple[str, bool]:
-    """``content`` less the whole file it starts with, where it does: asked to add a main
-    block, the 1.5B sent the module again with the block below it, and every function was
-    then in the file twice (``edit_file``: "occurs 2 times"). ``(content, False)`` otherwise."""
-    text = old.decode("utf-8", "replace").strip()
-    body = content.lstrip()
-    if not text or not body.startswith(text):
-        return content, False
-    rest = body[len(text):].lstrip("\n")
-    return (rest, True) if rest.strip() else (content, False)
 
 
 def _sha(data: bytes) -> str:
@@ -157,56 +145,29 @@ class Workspace(FinishChecks, Toolbox):
         """
         with self._refusals():
             parts = safe_path.parts_of(path)
-            data = self._encoded(content)
-            if self._holds(parts, data):
-                raise Refused("write_same", path="/".join(parts))
-            gone = self._gone(parts, content)
-            if gone and (needed := self._still_used(parts, content, gone)):
-                raise Refused("drops_used", path="/".join(parts), names=", ".join(needed))
+            data, where = self._encoded(content), "/".join(parts)
+            old = self._old_text(parts)
+            if old is not None and old.encode("utf-8", "surrogateescape") == data:
+                raise Refused("write_same", path=where)  # the same __init__.py ten times
+            gone = writes.dropped(where, old or "", content)
+            if needed := writes.still_called(where, content, gone):
+                raise Refused("drops_used", path=where, names=", ".join(needed))
             safe_path.write_atomic(str(self.root), parts, data, owner=self._owner,
                                    made=self._count)
-            self._wrote["/".join(parts)] = _sha(data)
-            self._written("/".join(parts))
-            said = self._say("wrote", path="/".join(parts), chars=len(content))
-            if gone:
+            self._wrote[where] = _sha(data)
+            self._written(where)
+            said = self._say("wrote", path=where, chars=len(content))
+            if gone:  # dropped, and nothing left calls it: a rewrite may mean that, said
                 said += self._say("defs_gone", names=", ".join(gone))
-            said += self._page_note("/".join(parts))
-            return _then(said, self._python_note("/".join(parts), content))
+            said += self._page_note(where)
+            return _then(said, self._python_note(where, content))
 
-    def _gone(self, parts: list[str], content: str) -> list[str]:
-        """The functions and classes the file had that ``content`` no longer defines: a model
-        that rewrites a module to add its ``__main__`` block drops the function it wrote before
-        (issue 27) - said in the result, not silently lost. Python and JavaScript files."""
-        from .defs import defined, kind_of
-
-        kind = kind_of(parts[-1])
-        if kind is None:
-            return []
+    def _old_text(self, parts: list[str]) -> str | None:
+        """The file's text before a write (None: a new file, or one we may not read)."""
         try:
-            old = self._read(parts).decode("utf-8", "replace")
+            return self._read(parts).decode("utf-8", "surrogateescape")
         except (Refused, OSError):
-            return []  # a new file, or one we may not read: nothing to lose
-        new = set(defined(content, kind))
-        return [name for name in defined(old, kind) if name not in new]
-
-    def _holds(self, parts: list[str], data: bytes) -> bool:
-        """Whether the file is there with exactly ``data``: a write that changes nothing. The
-        1.5B wrote the same ``__init__.py`` ten times in a row, each time told "written"."""
-        try:
-            return self._read(parts) == data
-        except (Refused, OSError):
-            return False
-
-    @staticmethod
-    def _still_used(parts: list[str], content: str, gone: list[str]) -> list[str]:
-        """What ``content`` calls of the definitions it would drop: then it is an addition sent
-        as a rewrite (the 1.5B writes a module one function per ``write_file``, and
-        ``primes_up_to`` replaced the ``is_prime`` it calls), and writing it would lose work and
-        leave a file that fails - so it is refused, with the way to add it."""
-        from .defs import kind_of, used
-
-        kind = kind_of(parts[-1])
-        return used(content, kind, gone) if kind else []
+            return None
 
     def append_file(self, path: str, content: str) -> str:
         """Add lines to the end of a file in the workspace (made if missing): long files go in parts.
@@ -227,9 +188,10 @@ class Workspace(FinishChecks, Toolbox):
                 if e.key != "not_found":
                     raise
                 old = b""
-            if self._repeats(parts, old, content):
+            text = old.decode("utf-8", "replace")
+            if writes.repeated(where, text, content):
                 raise Refused("append_again", path=where)
-            content, resent = _after_resent(old, content)
+            content, resent = writes.after_resent(text, content)
             data = self._encoded(content) if resent else data
             if old and not old.endswith(b"\n"):  # the parts are lines: a part starts on its own
                 old += b"\n"
@@ -245,18 +207,6 @@ class Workspace(FinishChecks, Toolbox):
                 said = self._say("append_resent", path=where) + said
             return said + self._page_note(where) + \
                 self._python_note(where, (old + data).decode("utf-8", "replace"))
-
-    @staticmethod
-    def _repeats(parts: list[str], old: bytes, content: str) -> bool:
-        """Whether ``content`` defines something and the file holds it word for word already:
-        told to append what a refused rewrite held, the 1.5B appended it after it had written
-        the file whole - two copies of each function, and every later edit "occurs 2 times"."""
-        from .defs import defined, kind_of
-
-        kind = kind_of(parts[-1])
-        text = content.strip()
-        return bool(kind and text and old and defined(text, kind)
-                    and text in old.decode("utf-8", "replace"))
 
     def read_file(self, path: str, offset: int = 1, limit: int = 200) -> str:
         """Read a text file in the workspace, a window of lines at a time.
