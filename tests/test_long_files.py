@@ -389,3 +389,16 @@ def test_the_commands_python_is_taos_own_with_its_venv(tmp_path):
             "command": "python3 -c 'import sys; print(sys.prefix)'; "
                        "python -c 'import sys; print(sys.prefix)'"}))).content
     assert out.split("\n")[:2] == [sys.prefix, sys.prefix], out
+
+
+def test_a_task_command_counts_as_run_by_its_program_and_script(coder_dir):
+    from types import SimpleNamespace
+
+    task = SimpleNamespace(task="Make sure `pytest` passes and `python3 tool.py --help` works.",
+                           checklist=())
+    with Workspace(coder_dir, sandbox="subprocess") as ws:
+        ws._ran("python3 -m pytest -q tests", "1 passed\n[exit status 0]")
+        assert ws.commands_check(task).startswith(
+            "Not done yet: the task shows the command python3 tool.py --help, which no run_command ran.")
+        ws._ran("python tool.py", "usage\n[exit status 0]")
+        assert ws.commands_check(task) is None

@@ -110,8 +110,15 @@ def _only_defines(text: str) -> bool:
                               and isinstance(n.value, ast.Constant) for n in body)
 
 
-def _words(text: str) -> list[str]:
-    return text.replace("python3", "python").split()
+def _words(command: str) -> list[str]:
+    """A command's words as one program would read them: ``python3`` is ``python`` (the
+    sandbox's are one interpreter), and ``python -m pytest`` is ``pytest``."""
+    words = command.split()
+    if words and words[0].startswith("python"):
+        words[0] = "python"
+        if words[1:2] == ["-m"] and len(words) > 2:
+            words = words[2:]
+    return words
 
 
 def _printed(out: str) -> str:
@@ -123,12 +130,9 @@ def _printed(out: str) -> str:
 
 
 def _head(command: str) -> tuple[str, ...]:
-    """A command's program and the script or module it runs: ``python3 primes.py 10`` and
-    ``python primes.py 20`` are one (the sandbox's python and python3 are the same)."""
-    words = command.replace("python3", "python").split()
-    if words and words[0] == "python" and len(words) > 2 and words[1] == "-m":
-        return tuple(words[:3])
-    return tuple(words[:2])
+    """A command's program and the script it runs, its options left out: ``python3 primes.py
+    10`` and ``python primes.py 20`` are one, and so are ``pytest`` and ``python3 -m pytest -q``."""
+    return tuple(w for w in _words(command) if not w.startswith("-"))[:2]
 
 
 def _is_test(path: str) -> bool:
@@ -277,9 +281,9 @@ class FinishChecks:
         task asked for was never written (2026-12-07), and only running it shows that."""
         if self._commands is None:
             return None
-        ran = {_head(c) for c, _ in self._commands_run}
+        ran = [_head(c) for c, _ in self._commands_run]
         owed = [c for c in dict.fromkeys(_TASK_COMMAND.findall(answering.task or ""))
-                if _head(c) not in ran]
+                if not any(h[:len(_head(c))] == _head(c) for h in ran)]
         if not owed:
             return None
         return str(self._say("finish_command", command=owed[0])) + self._checklist_note(answering)
