@@ -58,7 +58,7 @@ def test_english_and_off_by_default(tmp_path):
         told = quiet.write_file(name, text)
     assert told == f"wrote game.js ({len(BROKEN)} characters)"  # a plain Workspace opens nothing
     checked = Workspace(tmp_path / "a", sandbox=False, check_pages=True)
-    told = checked.write_file("style.css", STYLE)  # any web file of the page: the page is checked
+    told = checked.write_file("style.css", STYLE + "\n")  # any web file of the page: checked
     assert told.splitlines()[1:] == [
         "Opened in a headless browser, index.html threw errors (fix the file at fault and write it "
         "whole again with write_file):", "- game.js:3: Uncaught ReferenceError: snakePosition is not defined"]
