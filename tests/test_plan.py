@@ -565,7 +565,7 @@ def test_a_grammar_model_gets_the_plan_grammar_an_endpoint_the_schema(grammar):
     from tao.plan.grammar import plan_grammar
 
     model = FormatRecorder([json.dumps(SEED_PLAN)], grammar)
-    assert run(PlanExecuteAgent(model, [calculator]))[0].answer == "他还剩 4 元"
+    assert run(PlanExecuteAgent(model, [calculator], plan_form="json"))[0].answer == "他还剩 4 元"
     if grammar:  # steps numbered from step1, references only backwards (test_plan_grammar)
         assert model.formats == [None]
         assert model.grammars == [plan_grammar(Toolbox([calculator]))]
@@ -597,7 +597,7 @@ def test_a_replan_under_the_grammar_continues_the_numbering_and_may_use_finished
     second = {"steps": [{"id": "step3", "description": "剩下的钱", "tool": "calculator",
                          "args": {"operation": "subtract", "a": 50, "b": "$step1"}}]}
     model = FormatRecorder([json.dumps(first), json.dumps(second)], True)
-    agent = PlanExecuteAgent(model, [calculator, lookup], max_retries=0)
+    agent = PlanExecuteAgent(model, [calculator, lookup], max_retries=0, plan_form="json")
     assert run(agent)[0].answer == "14"
     tools = Toolbox([calculator, lookup])
     assert model.grammars == [plan_grammar(tools),

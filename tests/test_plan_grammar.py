@@ -135,5 +135,5 @@ def test_a_plan_of_twelve_steps_fits_in_what_the_planner_lets_it_take():
             caps.append(kwargs.get("max_tokens"))
             return super().stream(messages, **kwargs)
 
-    result = PlanExecuteAgent(Embedded([reply]), TOOLS).run("算一下")
+    result = PlanExecuteAgent(Embedded([reply]), TOOLS, plan_form="json").run("算一下")
     assert result.status == "done" and caps == [PLAN_TOKENS]

@@ -48,7 +48,7 @@ def run(agent, task=TREES):
 
 def test_a_plan_one_step_short_gets_its_missing_step_from_the_review():
     model = GrammarModel([json.dumps(SHORT), json.dumps(MISSING)])
-    result, events = run(PlanExecuteAgent(model, [calculate], max_reviews=1))
+    result, events = run(PlanExecuteAgent(model, [calculate], plan_form="json", max_reviews=1))
     assert (result.status, result.answer) == ("done", "265")
     assert (result.turns, result.tool_calls) == (2, 2)  # the plan, its review; two steps
     review = model.calls[1][-1].content
@@ -68,7 +68,7 @@ def test_the_review_names_which_result_answers_the_task():
                       {"id": "step2", "description": "还剩的钱", "tool": "calculate",
                        "args": {"expression": "50 - 3*12 - 2*5"}}]}
     model = GrammarModel([json.dumps(both), '{"answer": "$step2"}'])
-    result, events = run(PlanExecuteAgent(model, [calculate], max_reviews=1), SEED_PLAN_TASK)
+    result, events = run(PlanExecuteAgent(model, [calculate], plan_form="json", max_reviews=1), SEED_PLAN_TASK)
     assert (result.answer, result.turns) == ("4", 2)
     assert not of(events, Replanned)
 
@@ -78,7 +78,7 @@ SEED_PLAN_TASK = "小明有 50 元，买了 3 本书每本 12 元，又买了 2 
 
 def test_a_plan_that_states_its_answer_is_not_reviewed():
     model = ScriptedModel([plan_reply(SEED_PLAN)])  # "answer": "他还剩 $step4 元"
-    result, events = run(PlanExecuteAgent(model, [calculator], max_reviews=1), SEED_PLAN_TASK)
+    result, events = run(PlanExecuteAgent(model, [calculator], plan_form="json", max_reviews=1), SEED_PLAN_TASK)
     assert (result.answer, result.turns) == ("他还剩 4 元", 1)
 
 
@@ -86,7 +86,7 @@ def test_reviews_are_bounded_by_max_reviews():
     more = [{"steps": [{"id": f"step{n}", "description": "again", "tool": "calculate",
                         "args": {"expression": f"$step{n - 1} + 1"}}]} for n in (2, 3, 4)]
     model = GrammarModel([json.dumps(SHORT), *map(json.dumps, more)])
-    result, events = run(PlanExecuteAgent(model, [calculate], max_reviews=2))
+    result, events = run(PlanExecuteAgent(model, [calculate], plan_form="json", max_reviews=2))
     # the plan, two reviews that each added a step; the last step is the answer, unreviewed
     assert (result.status, result.answer, result.turns) == ("done", "324", 3)
     assert [e.replan for e in of(events, Replanned)] == [1, 2]
@@ -95,7 +95,7 @@ def test_reviews_are_bounded_by_max_reviews():
 
 def test_by_default_there_is_no_review_the_one_call_plan_stands():
     model = GrammarModel([json.dumps(SHORT)])
-    result, _ = run(PlanExecuteAgent(model, [calculate]))
+    result, _ = run(PlanExecuteAgent(model, [calculate], plan_form="json"))
     assert (result.answer, result.turns) == ("322", 1)
 
 
@@ -103,7 +103,7 @@ def test_a_review_naming_a_step_that_never_ran_goes_back_with_the_error():
     # an endpoint (no grammar): the JSON schema cannot list the finished steps
     model = ScriptedModel([plan_reply({"steps": [step(1, "multiply", 14, 23)]}),
                            '{"answer": "$step7"}', '{"answer": "还剩 $step1 棵"}'])
-    result, events = run(PlanExecuteAgent(model, [calculator], max_reviews=1))
+    result, events = run(PlanExecuteAgent(model, [calculator], plan_form="json", max_reviews=1))
     assert (result.answer, result.turns) == ("还剩 322 棵", 3)
     [error] = [e for e in of(events, Error) if e.recoverable]
     assert "the answer uses $step7, which is not a step of the plan" in error.message
@@ -120,7 +120,7 @@ def test_an_endpoint_is_asked_for_the_review_with_a_schema_whose_steps_may_be_em
 
     model = Recorder([plan_reply({"steps": [step(1, "multiply", 14, 23)]}),
                       '{"steps": [], "answer": "$step1"}'])
-    result, _ = run(PlanExecuteAgent(model, [calculator], max_reviews=1))
+    result, _ = run(PlanExecuteAgent(model, [calculator], plan_form="json", max_reviews=1))
     assert result.answer == "322"
     plan, review = (f["json_schema"]["schema"] for f in formats)
     assert plan["required"] == ["steps"] and plan["properties"]["steps"]["minItems"] == 1
@@ -130,6 +130,6 @@ def test_an_endpoint_is_asked_for_the_review_with_a_schema_whose_steps_may_be_em
 @pytest.mark.parametrize("bad", ["not json at all", '{"answer": 5}'])
 def test_a_malformed_review_is_corrected_and_loses_no_result(bad):
     model = GrammarModel([json.dumps(SHORT), bad, '{"answer": "$step1"}'])
-    result, events = run(PlanExecuteAgent(model, [calculate], max_reviews=1))
+    result, events = run(PlanExecuteAgent(model, [calculate], plan_form="json", max_reviews=1))
     assert (result.status, result.answer, result.tool_calls) == ("done", "322", 1)
     assert len([e for e in of(events, TurnStarted)]) == 3

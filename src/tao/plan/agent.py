@@ -79,6 +79,11 @@ class PlanExecuteAgent(Agent):
     measured in BENCHMARKS.md). ``step_timeout`` (seconds) bounds each attempt of a step;
     ``retry_backoff`` is the first retry's delay (doubling after).
 
+    ``plan_form``: how the planner writes the plan - ``"json"`` (an object, decoded under a
+    grammar on the embedded model) or ``"code"`` (straight-line Python, each assignment a step
+    the tools run, ``tao.plan.code_form``); None: code on the embedded model, where it was
+    measured (BENCHMARKS.md), JSON on an endpoint. Either form's planner reads the other's plan.
+
     ``executor="ray"`` runs the tool steps as Ray tasks with the same scheduling and events
     (``tao.plan.ray_executor``: tools must be picklable; ``ray_options`` go to each task's
     ``.options()``); ``executor="async"`` runs them in this process.
@@ -100,7 +105,7 @@ class PlanExecuteAgent(Agent):
     def __init__(self, model: Model, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  step_agent: Agent | Callable[[], Agent] | None = None, max_replans: int = 2,
                  max_retries: int = 3, concurrency: int = 8, executor: str = "async",
-                 max_fixes: int = 2, max_reviews: int = 0,
+                 max_fixes: int = 2, max_reviews: int = 0, plan_form: str | None = None,
                  step_timeout: float | None = None,
                  retry_backoff: float = 0.5, stream_plan: bool = False,
                  language: str | None = None, system_prompt: str | None = None,
@@ -115,6 +120,8 @@ class PlanExecuteAgent(Agent):
                 raise ValueError(f"{what} must be 0 or more")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if plan_form not in (None, "json", "code"):
+            raise ValueError(f"plan_form={plan_form!r} is not a form of plan; use 'json' or 'code'")
         if step_agent is not None and not (isinstance(step_agent, Agent) or callable(step_agent)):
             raise TypeError(f"step_agent must be an Agent or a factory of agents, not {step_agent!r}")
         self.model = model
@@ -129,6 +136,8 @@ class PlanExecuteAgent(Agent):
         self.step_agent = step_agent
         self.max_replans, self.max_retries, self.max_fixes = max_replans, max_retries, max_fixes
         self.max_reviews = max_reviews
+        #: None: straight-line code for the embedded model (measured there), JSON elsewhere
+        self.plan_form = plan_form or ("code" if getattr(model, "supports_grammar", False) else "json")
         self.concurrency = concurrency
         self.executor = executor
         self.step_timeout = step_timeout
@@ -170,7 +179,8 @@ class PlanExecuteAgent(Agent):
             run.remote = RayTools(self.toolbox, self.ray_options)
         planner = Planner(context.model, self.toolbox, emit, run.tally, lang=run.lang,
                           agent_steps=self.step_agent is not None, max_fixes=self.max_fixes,
-                          system_prompt=self.system_prompt, draw=context.repair_draw)
+                          system_prompt=self.system_prompt, form=self.plan_form,
+                          draw=context.repair_draw)
         executor = Executor(lambda step, payload, attempt: self._run_step(run, step, payload),
                             emit, concurrency=self.concurrency, max_retries=self.max_retries,
                             backoff=self.retry_backoff, timeout=self.step_timeout,

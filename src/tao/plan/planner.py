@@ -51,9 +51,14 @@ class Tally:
 class Planner:
     def __init__(self, model: Model, toolbox: Toolbox, emit: Callable[[Event], None], tally: Tally,
                  *, lang: str = "en", agent_steps: bool = False, max_fixes: int = 2,
-                 system_prompt: str | None = None,
+                 system_prompt: str | None = None, form: str = "json",
                  draw: Callable[[int], Sampling | None] = lambda seed: None):
         self.model = model
+        #: "json" (a JSON object, under a grammar where the model takes one) or "code" (straight-
+        #: line Python, ``code_form``)
+        self.form = form
+        #: code form: the names the run's plans bound so far (name -> step id), for re-plans
+        self.bindings: dict[str, str] = {}
         #: how a plan written after a failure is drawn (``LoopContext.repair_draw``)
         self.draw = draw
         self.toolbox = toolbox
@@ -62,9 +67,12 @@ class Planner:
         self.lang = lang
         self.agent_steps = agent_steps
         self.max_fixes = max_fixes
-        self.texts = prompts.table("plan")[lang if lang in ("zh", "en") else "en"]
+        table = prompts.table("plan")
+        self.texts = table[lang if lang in ("zh", "en") else "en"]
+        if form == "code":
+            self.texts = {**self.texts, **table["code"][lang if lang in ("zh", "en") else "en"]}
         #: decoded under a grammar: the schema makes slips impossible (``plan_schema``)
-        self.constrained = bool(getattr(model, "supports_grammar", False))
+        self.constrained = form == "json" and bool(getattr(model, "supports_grammar", False))
         self.messages = [Message.system(system_prompt)] if system_prompt else \
             [Message.system(self.system_prompt()), *self.example()]
         self._format: dict[str, Any] | None = None
@@ -74,14 +82,15 @@ class Planner:
     def system_prompt(self) -> str:
         lines = [prompts.render(self.texts["tool_line"], signature=t.signature(),
                                 description=t.description) for t in self.toolbox]
-        return prompts.render(prompts.template("plan", self.lang), tools="\n".join(lines) or "(none)",
+        name = "plan_code" if self.form == "code" else "plan"
+        return prompts.render(prompts.template(name, self.lang), tools="\n".join(lines) or "(none)",
                               agent_rule=self.texts["agent_rule"] if self.agent_steps else "").strip()
 
     def example(self) -> list[Message]:
         """A worked plan for the first of the agent's tools that has one (``prompts/plan.toml``),
         as a real exchange: small models follow a turn they see far better than an example
         quoted in the system prompt (measured on CodeAct, BENCHMARKS.md)."""
-        examples = prompts.table("plan")["examples"]
+        examples = prompts.table("plan")["code_examples" if self.form == "code" else "examples"]
         lang = self.lang if self.lang in ("zh", "en") else "en"
         ex = next((examples[t.name][lang] for t in self.toolbox if t.name in examples), None)
         if ex is None:
@@ -132,6 +141,8 @@ class Planner:
     async def _call_plan(self, on_text: Callable[[str], None] | None = None,
                          on_retry: Callable[[], None] | None = None, first: int = 1,
                          finished: Iterable[str] = (), review: bool = False) -> Message:
+        if self.form == "code":
+            return await self.call(on_text, on_retry, max_tokens=PLAN_TOKENS)
         if self.constrained:  # numbered in order, references only backwards (``plan.grammar``)
             from .grammar import plan_grammar
 
@@ -150,8 +161,7 @@ class Planner:
             with sampling(draw.temperature, draw.seed) if draw else nullcontext():
                 reply = await self._call_plan(first=first, finished=finished, review=review)
             try:
-                return parse_plan(reply.content, self.toolbox, agent_steps=self.agent_steps,
-                                  finished=finished, constrained=self.constrained, review=review)
+                return self.parse(reply.content, finished, first, review)
             except PlanInvalid as e:
                 problems = str(e) if str(e).startswith("-") else f"- {e}"
                 if fix == self.max_fixes:
@@ -162,6 +172,20 @@ class Planner:
                                                                  errors=problems)))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def parse(self, text: str, finished: Mapping[str, Any], first: int = 1,
+              review: bool = False) -> Plan:
+        from .code_form import code_of, parse_code_plan
+
+        # each form reads the other's plan too: a model may keep to the form it knows
+        code = code_of(text).lstrip() if self.form == "code" or "```python" in text else ""
+        if code and not code.startswith(("{", "[")):
+            plan, bound = parse_code_plan(text, self.toolbox, finished=finished, first=first,
+                                          names=self.bindings, agent_steps=self.agent_steps)
+            self.bindings.update(bound)
+            return plan
+        return parse_plan(text, self.toolbox, agent_steps=self.agent_steps, finished=finished,
+                          constrained=self.constrained, review=review)
+
     async def plan(self, task: str) -> Plan:
         self.messages += [Message.user(task), *self.notes]
         return await self._ask_plan({})
@@ -171,6 +195,11 @@ class Planner:
         """Ask for the first plan and ``dispatch`` each step as soon as its JSON object has
         streamed in and checks out against the steps before it. Returns ``(plan, None)``, or
         ``(None, problems)`` when the reply turned out invalid (dispatching stopped there)."""
+        if self.form == "code":  # read whole: a line of code is not a step until the next one
+            plan = await self.plan(task)
+            for step in plan.steps:
+                dispatch(step)
+            return plan, None
         self.messages += [Message.user(task), *self.notes]
         scanner, sent, problems, seen = StepScanner(), [], None, 0
 

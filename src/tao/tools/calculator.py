@@ -6,7 +6,8 @@ including powers and products whose result would be huge (``9**9**9``), before c
 Both refuse numbers that are not finite (``inf``, ``nan``), in their input or their result, with a
 ``CalculationError``: a model copies whatever a tool returns into its answer. ``calculate`` also
 solves a linear equation in one unknown (``3*x + 17 = 80`` gives 21), the form a model writes
-for "a number times 3 plus 17 is 80".
+for "a number times 3 plus 17 is 80". A condition reads as a spreadsheet's IF: ``n + 1 if left > 0
+else n``, with a comparison 1 or 0 (a plan written as code turns its ``if`` into one).
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ _BINOPS = {
     ast.Pow: operator.pow,
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _FUNCS = {
     "sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max, "floor": math.floor,
     "ceil": math.ceil, "log": math.log, "log10": math.log10, "exp": math.exp, "sin": math.sin,
-    "cos": math.cos, "tan": math.tan, "sum": sum, "len": len,
+    "cos": math.cos, "tan": math.tan, "sum": sum, "len": len, "int": math.trunc, "float": float,
     "avg": lambda xs: sum(xs) / len(xs), "mean": lambda xs: sum(xs) / len(xs),
 }
 #: Functions whose argument may be a list literal: ``sum([12, 24, 36])``, ``avg([2, 4, 9])``. A
@@ -120,6 +123,22 @@ def _eval(node: ast.AST) -> int | float:
         return value
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return int(not _eval(node.operand))
+    # a condition, as a spreadsheet's IF: "one more box if any are left" (1 for true, 0 for false)
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body) if _eval(node.test) else _eval(node.orelse)
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        left = _eval(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = _eval(comparator)
+            if not _COMPARE[type(op)](left, right):
+                return 0
+            left = right
+        return 1
+    if isinstance(node, ast.BoolOp):
+        values = [_eval(v) for v in node.values]
+        return int(all(values) if isinstance(node.op, ast.And) else any(values))
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
         return _CONSTANTS[node.id]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
