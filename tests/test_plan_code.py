@@ -34,8 +34,9 @@ def test_each_assignment_is_a_calculate_step_and_names_become_references():
         {"id": "step3", "description": "takings", "tool": "calculate",
          "args": {"expression": "$step2 * 25"}, "depends_on": ["step2"]},
     ]
-    assert plan.answer == "The shop takes in ${step3} dollars" and plan.answer_given
-    assert names == {"afternoon": "step1", "books": "step2", "takings": "step3"}
+    assert plan.answer == "The shop takes in $step3 dollars" and plan.answer_given
+    assert names == {"morning": "18", "price": "25", "afternoon": "$step1", "books": "$step2",
+                     "takings": "$step3"}
 
 
 def test_steps_that_do_not_use_each_other_have_no_edges():
@@ -68,12 +69,12 @@ def test_with_only_the_four_operation_calculator_arithmetic_becomes_its_operatio
 def test_chinese_comments_and_names_describe_the_steps():
     plan, _ = parse_code_plan("# 下午卖出的本数\n下午 = 18 * 3\nfinal_answer(f'一共 {下午} 本')", TOOLS)
     assert plan.steps[0].description == "下午卖出的本数"
-    assert plan.answer == "一共 ${step1} 本"
+    assert plan.answer == "一共 $step1 本"
 
 
 def test_a_replan_uses_finished_results_by_their_names_or_step_ids():
-    plan, _ = parse_code_plan("b = books * 25\nc = step1 + 1", TOOLS, finished={"step1": 72.0},
-                              first=2, names={"books": "step1"})
+    plan, _ = parse_code_plan("b = books * price\nc = step1 + 1", TOOLS, finished={"step1": 72.0},
+                              first=2, names={"books": "$step1", "price": "25", "lost": "$step9"})
     assert [s.args["expression"] for s in plan.steps] == ["$step1 * 25", "$step1 + 1"]
     assert [s.id for s in plan.steps] == ["step2", "step3"]
     assert all(s.depends_on == () for s in plan.steps)  # step1 already ran
@@ -150,7 +151,7 @@ def test_plan_form_is_checked():
 
 def test_a_name_given_to_another_name_is_the_same_result_not_a_step():
     plan, _ = parse_code_plan("girls = 48 * 3 / 8\nboys = girls\nfinal_answer(f'{boys} boys')", TOOLS)
-    assert len(plan.steps) == 1 and plan.answer == "${step1} boys"
+    assert len(plan.steps) == 1 and plan.answer == "$step1 boys"
 
 
 def test_an_ellipsis_in_arithmetic_is_not_a_number():
@@ -211,3 +212,20 @@ def test_elif_nests_and_a_list_of_numbers_is_written_into_the_expression():
 def test_inside_an_if_only_assignments_stand():
     with pytest.raises(PlanInvalid, match="line 2: inside an `if` only `name = expression`"):
         parse_code_plan("x = 2 * 3\nif x > 1:\n    for i in range(2):\n        x = i", TOOLS)
+
+
+def test_a_name_whose_step_never_finished_is_not_there_for_the_replan():
+    with pytest.raises(PlanInvalid, match="`lost` is used before a step computes it"):
+        parse_code_plan("x = lost * 2", TOOLS, finished={"step1": 1}, first=2,
+                        names={"lost": "$step2"})
+
+
+def test_a_plan_nested_too_deeply_is_refused_in_words():
+    chain = "x = " + " + ".join(["1"] * 5000)
+    with pytest.raises(PlanInvalid, match="nested too deeply"):
+        parse_code_plan(chain, TOOLS)
+
+
+def test_braces_stay_where_text_follows_the_result_directly():
+    plan, _ = parse_code_plan('w = 3 * 4\nfinal_answer(f"{w}kg, or {w} kg")', TOOLS)
+    assert plan.answer == "${step1}kg, or $step1 kg"

@@ -44,6 +44,7 @@ _ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Lis
                ast.boolop, ast.Load)
 _OPERATIONS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 ANSWER_CALLS = ("final_answer", "print")
+_BRACES = re.compile(r"\$\{(step\d+)\}(?!\w)")
 
 
 def code_of(text: str) -> str:
@@ -57,11 +58,13 @@ class _Reader:
                  names: Mapping[str, str]):
         self.toolbox = toolbox
         self.first = first
-        #: a name -> "$stepN" (a step's result) or a literal's source
-        self.names: dict[str, str] = {k: f"${v}" for k, v in names.items() if v in finished}
+        #: a name -> "$stepN" (a step's result) or a literal's source; an earlier plan's names
+        #: stand where their steps finished
+        self.names: dict[str, str] = {k: v for k, v in names.items()
+                                      if not v.startswith("$") or v[1:] in finished}
         self.names.update({s: f"${s}" for s in finished})
         self.steps: list[Step] = []
-        self.bound: dict[str, str] = {}  # what this plan named: name -> step id
+        self.bound: dict[str, str] = {}  # what this plan named, as ``names``
         self.answer: str | None = None
         self.errors: list[str] = []
         self.comments: dict[int, str] = {}
@@ -112,11 +115,11 @@ class _Reader:
     def assign(self, name: str, value: ast.expr, line: int) -> None:
         if _literal(value):  # a number of the task, or a list of them: no step
             self.names[name] = ast.unparse(value)
-            return
-        if isinstance(value, ast.Name):  # another name for the same result: no step
+        elif isinstance(value, ast.Name):  # another name for the same result: no step
             self.names[name] = self.ref(value.id)
-            return
-        self.names[name] = f"${self.add(name, value, line)}"
+        else:
+            self.names[name] = f"${self.add(name, value, line)}"
+        self.bound[name] = self.names[name]
 
     def final(self, call: ast.Call, line: int) -> None:
         if len(call.args) != 1 or call.keywords:
@@ -153,8 +156,6 @@ class _Reader:
         self.steps.append(Step(step_id, description or ast.unparse(value), tool, args,
                                depends_on=tuple(sorted((r for r in references(args) if r in ours),
                                                          key=lambda r: int(r[4:])))))
-        if name is not None:
-            self.bound[name] = step_id
         return step_id
 
     def call_args(self, func: str, call: ast.Call) -> dict[str, Any]:
@@ -310,11 +311,15 @@ def _comments(code: str) -> dict[int, str]:
 def parse_code_plan(text: str, toolbox: Toolbox, *, finished: Mapping[str, Any] | None = None,
                     first: int = 1, names: Mapping[str, str] | None = None,
                     agent_steps: bool = False) -> tuple[Plan, dict[str, str]]:
-    """The plan in a reply written as code, and the names it bound (name -> step id, for the
-    next plan of the run to use). ``PlanInvalid`` lists every problem, each with its line."""
+    """The plan in a reply written as code, and the names it bound (name -> ``$stepN`` or a
+    number's source), for the next plan of the run: a re-plan may use ``price`` and ``books``
+    as the plan before named them. ``PlanInvalid`` lists every problem, each with its line."""
     finished = finished or {}
     reader = _Reader(toolbox, finished, first, names or {})
-    reader.read(code_of(text))
+    try:
+        reader.read(code_of(text))
+    except RecursionError:  # a chain of thousands of `+` is that deep in ast's walks
+        raise PlanInvalid("- the plan is nested too deeply to read; write shorter steps") from None
     if not reader.steps and not reader.errors and not finished:
         reader.errors.append("the plan has no steps: compute each quantity with a step "
                              "(`name = expression`), never in your head")
@@ -323,6 +328,8 @@ def parse_code_plan(text: str, toolbox: Toolbox, *, finished: Mapping[str, Any] 
     if errors:
         raise PlanInvalid("\n".join(f"- {e}" for e in errors))
     answer, given = reader.answer, reader.answer is not None
+    if answer is not None:  # ${step3} where braces are not needed reads as $step3
+        answer = _BRACES.sub(r"$\1", answer)
     if answer is None and reader.steps:
         answer = f"${reader.steps[-1].id}"
     return Plan(reader.steps, answer, given), reader.bound
