@@ -92,7 +92,8 @@ class PlanExecuteAgent(Agent):
     in and checks out against the steps before it (a streamed step may only depend on earlier
     ones), so the first tools run while the plan is still being written; ``PlanCreated`` then
     comes after those ``StepStarted``. If the reply turns out invalid part-way, the steps that
-    ran are kept and the planner is asked for the rest.
+    ran are kept and the planner is asked for the rest. A plan written as code is read whole
+    first (a line of it is not a step until the lines it uses are read).
 
     ``memory``: ``tao.memory.inject.Memory`` (each call fitted to the context by default).
     ``guard``: the guardrails' keywords (``allow= deny= approve= audit= max_tokens=``..., see
