@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 
@@ -346,3 +347,22 @@ def test_calculate_reads_conditions_as_a_spreadsheet_does(expression, value):
 
 def test_an_equation_is_still_solved_not_compared():
     assert evaluate("3*x + 17 == 80") == 21
+
+
+@pytest.mark.parametrize("expression, value", [
+    ("sum(range(1, 51))", 1275),                  # "the sum of the whole numbers from 1 to 50"
+    ("len(range(0, 100, 7))", 15), ("avg(range(1, 4))", 2), ("max(range(0, 100, 7))", 98),
+])
+def test_a_range_is_a_list_inside_the_list_functions(expression, value):
+    assert evaluate(expression) == value
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("sum(range(10**9))", "a range of more than 1000 numbers"),   # never built
+    ("sum(range(1, 10, 0))", "range(): range() arg 3 must not be zero"),
+    ("sum(range(1.5, 3))", "range() takes one to three whole numbers"),
+    ("range(3)", "not allowed in an expression: calls"),            # a range is not a number
+])
+def test_a_range_too_long_or_malformed_is_refused_in_words(expression, message):
+    with pytest.raises(CalculationError, match=re.escape(message)):
+        evaluate(expression)

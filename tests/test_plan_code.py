@@ -229,3 +229,8 @@ def test_a_plan_nested_too_deeply_is_refused_in_words():
 def test_braces_stay_where_text_follows_the_result_directly():
     plan, _ = parse_code_plan('w = 3 * 4\nfinal_answer(f"{w}kg, or {w} kg")', TOOLS)
     assert plan.answer == "${step1}kg, or $step1 kg"
+
+
+def test_the_sum_of_a_range_is_one_calculate_step():
+    plan, _ = parse_code_plan("total = sum(range(1, 51))\nfinal_answer(total)", TOOLS)
+    assert plan.steps[0].args == {"expression": "sum(range(1, 51))"}

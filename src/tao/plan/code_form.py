@@ -192,7 +192,7 @@ class _Reader:
     def arithmetic(self, node: ast.expr) -> tuple[str, dict[str, Any]]:
         for sub in ast.walk(node):
             if not isinstance(sub, _ARITHMETIC) or isinstance(sub, ast.Call) and (
-                    _name(sub.func) not in _FUNCS or sub.keywords):
+                    _name(sub.func) not in (*_FUNCS, "range") or sub.keywords):
                 what = ast.unparse(sub) if isinstance(sub, ast.expr) else type(sub).__name__
                 raise PlanInvalid(f"`{what}` is neither arithmetic nor a call of one of the tools")
             if isinstance(sub, ast.Constant) and type(sub.value) not in (int, float):

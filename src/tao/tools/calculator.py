@@ -104,6 +104,31 @@ def _list(node: ast.List | ast.Tuple) -> list[int | float]:
     return [_eval(e) for e in node.elts]
 
 
+def _range(node: ast.Call) -> list[int]:
+    """``range(1, 51)`` inside ``sum``/``len``/...: "the sum of the whole numbers from 1 to 50"
+    is written so, and it stays a list of at most ``MAX_LIST`` numbers."""
+    bounds = [_eval(a) for a in node.args]
+    if node.keywords or not 1 <= len(bounds) <= 3 or any(type(b) is not int for b in bounds):
+        raise CalculationError("range() takes one to three whole numbers: range(1, 51)")
+    try:
+        numbers = range(*bounds)  # type: ignore[arg-type]
+    except ValueError as e:  # a step of 0
+        raise CalculationError(f"range(): {e}") from None
+    if len(numbers) > MAX_LIST:
+        raise CalculationError(f"a range of more than {MAX_LIST} numbers")
+    return list(numbers)
+
+
+def _listed(name: str, node: ast.expr) -> list[int | float] | int | float:
+    """An argument of ``name``: a list where the function takes one."""
+    if name in _LIST_FUNCS and isinstance(node, (ast.List, ast.Tuple)):
+        return _list(node)
+    if name in _LIST_FUNCS and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "range":
+        return _range(node)
+    return _eval(node)
+
+
 def _eval(node: ast.AST) -> int | float:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
@@ -145,8 +170,7 @@ def _eval(node: ast.AST) -> int | float:
         if node.keywords:
             raise CalculationError("keyword arguments are not allowed")
         name = node.func.id
-        args = [_list(a) if name in _LIST_FUNCS and isinstance(a, (ast.List, ast.Tuple)) else _eval(a)
-                for a in node.args]
+        args = [_listed(name, a) for a in node.args]
         if name in ("avg", "mean") and (len(args) != 1 or not isinstance(args[0], list) or not args[0]):
             raise CalculationError(f"{name}() takes one non-empty list: {name}([2, 4, 9])")
         if name in ("sum", "len") and (len(args) != 1 or not isinstance(args[0], list)):
