@@ -234,3 +234,23 @@ def test_braces_stay_where_text_follows_the_result_directly():
 def test_the_sum_of_a_range_is_one_calculate_step():
     plan, _ = parse_code_plan("total = sum(range(1, 51))\nfinal_answer(total)", TOOLS)
     assert plan.steps[0].args == {"expression": "sum(range(1, 51))"}
+
+
+@pytest.mark.parametrize("code, problem", [
+    ("x = calculate('\ud800')", "cannot be read as Python text"),        # broken Unicode
+    ("x = calculate('1\x00')", "- the plan is not valid Python (source code string cannot contain null"),
+    ("x = weather({city: 1})", "write each key of `{city: 1}` out as text"),
+    ("x = calculate.__globals__", "neither arithmetic nor a call of one of the tools"),
+    ("x = (y := 3)", "neither arithmetic nor a call"),
+    ("x = [i for i in range(3)]", "neither arithmetic nor a call"),
+    ("x = 'abc' * 10**9", "`'abc'` in `'abc' * 10 ** 9` is not a number"),
+])
+def test_hostile_or_broken_plans_are_refused_in_words(code, problem):
+    @tool
+    def weather(query: dict) -> str:
+        """Weather."""
+        return ""
+
+    with pytest.raises(PlanInvalid) as e:
+        parse_code_plan(code, Toolbox([calculate, weather]))
+    assert problem in str(e.value)

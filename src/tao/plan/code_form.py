@@ -74,7 +74,10 @@ class _Reader:
         try:
             tree = ast.parse(code)
         except SyntaxError as e:
-            raise PlanInvalid(f"- line {e.lineno}: the plan is not valid Python ({e.msg})") from None
+            where = f"line {e.lineno}: " if e.lineno else ""
+            raise PlanInvalid(f"- {where}the plan is not valid Python ({e.msg})") from None
+        except (ValueError, UnicodeError) as e:  # a NUL byte, a lone surrogate
+            raise PlanInvalid(f"- the plan cannot be read as Python text ({e})") from None
         self.comments = _comments(code)
         for node in tree.body:
             try:
@@ -178,8 +181,10 @@ class _Reader:
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self.value(e) for e in node.elts]
         if isinstance(node, ast.Dict):
-            return {ast.literal_eval(k): self.value(v) for k, v in zip(node.keys, node.values)
-                    if k is not None}
+            if not all(isinstance(k, ast.Constant) for k in node.keys):
+                raise PlanInvalid(f"write each key of `{ast.unparse(node)}` out as text")
+            return {k.value: self.value(v)  # type: ignore[union-attr]
+                    for k, v in zip(node.keys, node.values)}
         try:
             return ast.literal_eval(node)
         except ValueError:
