@@ -108,8 +108,8 @@ class _Reader:
             self.add(None, node.value, node.lineno)  # a tool called for its effect
             return
         if isinstance(node, ast.If):  # each name it sets: one step, `a if test else b`
-            for name, value in _branches(node, {}).items():
-                self.assign(name, ast.copy_location(value, node), node.lineno)
+            for name, conditional in _branches(node, {}).items():
+                self.assign(name, ast.copy_location(conditional, node), node.lineno)
             return
         kind = type(node).__name__.lower()
         raise PlanInvalid(f"a plan is a list of steps, one assignment each; `{kind}` cannot be a "

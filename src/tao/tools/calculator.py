@@ -119,7 +119,7 @@ def _range(node: ast.Call) -> list[int]:
     return list(numbers)
 
 
-def _listed(name: str, node: ast.expr) -> list[int | float] | int | float:
+def _listed(name: str, node: ast.expr) -> list[int | float] | list[int] | int | float:
     """An argument of ``name``: a list where the function takes one."""
     if name in _LIST_FUNCS and isinstance(node, (ast.List, ast.Tuple)):
         return _list(node)
