@@ -254,3 +254,13 @@ def test_hostile_or_broken_plans_are_refused_in_words(code, problem):
     with pytest.raises(PlanInvalid) as e:
         parse_code_plan(code, Toolbox([calculate, weather]))
     assert problem in str(e.value)
+
+
+def test_with_a_step_agent_the_plan_stays_json_since_code_has_no_instruction_steps():
+    class Embedded(ScriptedModel):
+        supports_grammar = True
+
+    helper = PlanExecuteAgent(ScriptedModel([]), [calculate])
+    assert PlanExecuteAgent(Embedded([]), [calculate], step_agent=helper).plan_form == "json"
+    with pytest.raises(ValueError, match="no instruction steps for a step_agent"):
+        PlanExecuteAgent(Embedded([]), [calculate], step_agent=helper, plan_form="code")

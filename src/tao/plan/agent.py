@@ -82,7 +82,8 @@ class PlanExecuteAgent(Agent):
     ``plan_form``: how the planner writes the plan - ``"json"`` (an object, decoded under a
     grammar on the embedded model) or ``"code"`` (straight-line Python, each assignment a step
     the tools run, ``tao.plan.code_form``); None: code on the embedded model, where it was
-    measured (BENCHMARKS.md), JSON on an endpoint. Either form's planner reads the other's plan.
+    measured (BENCHMARKS.md), JSON on an endpoint or with a ``step_agent`` (a code plan has no
+    instruction steps). Either form's planner reads the other's plan.
 
     ``executor="ray"`` runs the tool steps as Ray tasks with the same scheduling and events
     (``tao.plan.ray_executor``: tools must be picklable; ``ray_options`` go to each task's
@@ -123,6 +124,9 @@ class PlanExecuteAgent(Agent):
             raise ValueError("concurrency must be at least 1")
         if plan_form not in (None, "json", "code"):
             raise ValueError(f"plan_form={plan_form!r} is not a form of plan; use 'json' or 'code'")
+        if plan_form == "code" and step_agent is not None:
+            raise ValueError("a plan written as code has no instruction steps for a step_agent; "
+                             "use plan_form='json' with step_agent=")
         if step_agent is not None and not (isinstance(step_agent, Agent) or callable(step_agent)):
             raise TypeError(f"step_agent must be an Agent or a factory of agents, not {step_agent!r}")
         self.model = model
@@ -137,8 +141,10 @@ class PlanExecuteAgent(Agent):
         self.step_agent = step_agent
         self.max_replans, self.max_retries, self.max_fixes = max_replans, max_retries, max_fixes
         self.max_reviews = max_reviews
-        #: None: straight-line code for the embedded model (measured there), JSON elsewhere
-        self.plan_form = plan_form or ("code" if getattr(model, "supports_grammar", False) else "json")
+        #: None: straight-line code for the embedded model (measured there), JSON elsewhere and
+        #: wherever a step agent takes instruction steps (a JSON plan's "instruction")
+        self.plan_form = plan_form or ("code" if getattr(model, "supports_grammar", False)
+                                       and step_agent is None else "json")
         self.concurrency = concurrency
         self.executor = executor
         self.step_timeout = step_timeout

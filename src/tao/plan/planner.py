@@ -57,7 +57,8 @@ class Planner:
         #: "json" (a JSON object, under a grammar where the model takes one) or "code" (straight-
         #: line Python, ``code_form``)
         self.form = form
-        #: code form: the names the run's plans bound so far (name -> step id), for re-plans
+        #: code form: the names the run's plans bound so far (name -> ``$stepN`` or a number's
+        #: source), for re-plans
         self.bindings: dict[str, str] = {}
         #: how a plan written after a failure is drawn (``LoopContext.repair_draw``)
         self.draw = draw
