@@ -29,6 +29,7 @@ import asyncio
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -316,6 +317,7 @@ class Verdict:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    attempts: int = 0
     files: dict[str, int] = field(default_factory=dict)
 
 
@@ -428,15 +430,16 @@ def judge(task: dict[str, Any], folder: Path) -> tuple[bool, str]:
 
 
 # -- the agent ------------------------------------------------------------------------------------
-def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int) -> Verdict:
+def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int,
+             attempts: int = 1) -> Verdict:
     from tao.cli.code import build_coder
-    from tao.events import RunFinished, TokenDelta, TurnStarted, Observation
+    from tao.events import RunFinished, RunStarted, Thought, TokenDelta, TurnStarted, Observation
     from tao.lang import detect_language
     from tao.workspace import Workspace
 
     v = Verdict(task["id"], task["half"])
     ws = Workspace(folder, language=detect_language(task["task"]), check_pages=True)
-    agent = build_coder(model, ws, max_turns)
+    agent = build_coder(model, ws, max_turns, attempts=attempts)
     start = time.perf_counter()
     with (folder.parent / f"{folder.name}.log").open("w", encoding="utf-8") as log:
         async def go() -> None:
@@ -448,6 +451,11 @@ def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int) -> 
                         log.write(f"\n\n===== turn {e.turn} =====\n")
                     elif isinstance(e, Observation):
                         log.write(f"\n----- observation -----\n{e.content}\n")
+                    elif isinstance(e, RunStarted) and "attempts" not in e.agent:
+                        v.attempts += 1  # the coder's own runs (not the Attempts around them)
+                    elif isinstance(e, Thought) and re.match(r"attempt \d+/|第 \d+/\d+ 次尝试",
+                                                             e.text):
+                        log.write(f"\n\n##### {e.text}\n")
                     elif isinstance(e, RunFinished):
                         r = e.result
                         v.status, v.turns, v.tool_calls = r.status, r.turns, r.tool_calls
@@ -471,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated task ids")
     ap.add_argument("--model", default="local", choices=("local", "local-0.5b", "local-1.5b"))
     ap.add_argument("--max-turns", type=int, default=15, help="tao code's default")
+    ap.add_argument("--attempts", type=int, default=1, help="tao code --attempts")
     ap.add_argument("--keep", help="keep each task's folder and stream log here")
     ap.add_argument("--json", help="append one JSON line per task; tasks already in it are skipped")
     ap.add_argument("--judge-only", help="judge the folders under this --keep dir, run nothing")
@@ -498,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         folder = keep / t["id"]
         shutil.rmtree(folder, ignore_errors=True)
-        v = run_task(model, t, folder, args.max_turns)
+        v = run_task(model, t, folder, args.max_turns, args.attempts)
         print(f"| {v.id} | {v.half} | {'yes' if v.works else 'no'} | {v.turns} | {v.tool_calls} | "
               f"{v.prompt_tokens}+{v.completion_tokens} | {v.seconds:.0f} | "
               f"{v.reason.replace('|', '/')[:160]} |", flush=True)

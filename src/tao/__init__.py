@@ -20,7 +20,8 @@ __all__ = [
     "Agent", "Result", "ReActAgent", "Event", "Message", "ToolCall", "Usage", "Model",
     "ModelResponse", "ToolSpec", "ScriptedModel", "tool_call", "Tool", "Toolbox", "tool",
     "RunContext", "Session",
-    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Vote", "Workspace",
+    "calculate", "calculator", "PlanExecuteAgent", "CodeActAgent", "Reflexion", "Vote", "Attempts",
+    "Workspace",
     "ApprovalRequest", "Decision", "BudgetExceeded", "matches", "MCPServer", "MemoryStore",
     "instrument", "uninstrument", "AgentSpec", "build_agent",
 ]
@@ -30,6 +31,7 @@ _LAZY = {
     "PlanExecuteAgent": "tao.plan.agent",
     "Reflexion": "tao.agents.reflexion",
     "Vote": "tao.agents.vote",
+    "Attempts": "tao.agents.attempts",
     "CodeActAgent": "tao.agents.codeact",
     "OpenAIModel": "tao.models.openai",
     "LocalModel": "tao.models.local",

@@ -71,14 +71,15 @@ def for_coding(model: Any) -> Any:
 
 #: what ``tao code`` asks about by default: commands that delete, fetch or take root
 def build_coder(model: Any, workspace: Any, max_turns: int = 15, *, checklist: bool = False,
-                **guard: Any) -> Any:
+                attempts: int = 1, **guard: Any) -> Any:
     """The coding agent on ``workspace`` (``tao.factory``: ReAct, text protocol, a dangerous
     ``run_command`` asked about); ``guard``: the guardrail keywords; ``checklist``: the model
-    writes what a user will check before its first turn."""
+    writes what a user will check before its first turn; ``attempts``: runs again from the
+    files as they were while ``Workspace.verify`` finds problems (``tao.Attempts``)."""
     from ..factory import CODER, AgentSpec, build_agent
 
     return build_agent(AgentSpec(CODER, max_turns, guard=guard, workspace=workspace,
-                                 checklist=checklist), model)
+                                 checklist=checklist, attempts=attempts), model)
 
 
 @app.command("code")
@@ -108,6 +109,10 @@ def code_command(
         "--checklist", help="Before the first turn the model writes a checklist of what a user "
         "will check (shown here), then works with it and is reminded of it before Finish.")
     ] = False,
+    attempts: Annotated[int, typer.Option(
+        "--attempts", min=1, help="When the finished project fails the checks made after the "
+        "run (its tests, the task's commands, its pages clicked through), start again from the "
+        "folder as it was, sampling: at most this many runs; the best one's files stay.")] = 1,
     guard_flags: dict[str, Any] | None = None,
     journal: JournalOpt = None,
     run_id: Annotated[str | None, typer.Option(
@@ -153,7 +158,7 @@ def code_command(
             sinks.append(open_trace(trace))
         try:
             result = build_coder(chosen, ws, s.max_turns, checklist=checklist,
-                                 **guard).run(task, sinks, run_id=run_id)
+                                 attempts=attempts, **guard).run(task, sinks, run_id=run_id)
         except KeyboardInterrupt:
             view.interrupted()
             code = 130

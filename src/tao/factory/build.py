@@ -99,6 +99,11 @@ def _single(spec: AgentSpec, model: Any) -> Any:
         from ..agents.vote import Vote
 
         agent = Vote(agent, n=spec.votes)
+    if spec.attempts > 1:
+        from ..agents.attempts import Attempts
+
+        agent = Attempts(agent, n=spec.attempts, check=spec.workspace.verify,
+                         state=spec.workspace)
     return agent
 
 

@@ -28,7 +28,8 @@ class AgentSpec:
     """One agent to build. ``tools``: None gives the built-in calculators (the coder: the
     workspace's tools only); ``guard``: the guardrail keywords of ``tao.guard.Guard`` (``deny=``,
     ``require_approval=``, ``audit=``, ``journal=``...); ``memory``: the agent's ``memory=``;
-    ``votes`` > 1: inside ``tao.Vote``; ``helpers``: CodeAct's arithmetic helpers (off where a
+    ``votes`` > 1: inside ``tao.Vote``; ``attempts`` > 1 (the coder): inside ``tao.Attempts``,
+    run again from the files as they were while ``Workspace.verify`` finds problems; ``helpers``: CodeAct's arithmetic helpers (off where a
     benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``;
     ``checklist``: before its first turn the model writes the behaviours a user will check,
     shown and then checked (``Agent.checklist``; off by default: on the coder it did not raise
@@ -49,6 +50,7 @@ class AgentSpec:
     guard: Mapping[str, Any] = field(default_factory=dict)
     memory: Any = None
     votes: int = 1
+    attempts: int = 1  # the coder: runs again from the start while its work fails the checks
     helpers: bool = True
     workspace: Any = None
     name: str | None = None
@@ -70,6 +72,11 @@ class AgentSpec:
             raise ValueError(f"max_turns must be 1 or more, not {self.max_turns}")
         if self.votes < 1:
             raise ValueError(f"votes must be 1 or more, not {self.votes}")
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be 1 or more, not {self.attempts}")
+        if self.attempts > 1 and name != CODER:  # what would say an answer failed?
+            raise ValueError("attempts > 1 is for the coding agent, whose work the workspace "
+                             "checks; for answers use votes")
         if self.name is not None and not self.name.strip():
             raise ValueError("an agent's name must not be empty")
         if self.checklist and self.votes > 1:  # one checklist per sampled run: n extra calls

@@ -40,11 +40,19 @@ class Commands:
             self.to_give.append(path)
 
     async def run(self, command: str, timeout: float) -> str:
+        return (await self.status(command, timeout))[1]
+
+    async def status(self, command: str, timeout: float) -> tuple[int | None, str]:
+        """``(exit status, what run returns)``; the status is None when the command timed out
+        or the runner failed."""
         async with self._command_lock():
             sb = self.sandbox or self._new_sandbox()
             code = f"{_shell_source()}\ntao_sh({command!r}, {float(timeout)!r}, {OUTPUT_BUDGET})"
             res = await sb.execute(code, timeout + 15)  # the runner's own clock comes first
-        return self.describe(res, timeout)
+        status = None
+        if res.has_final_answer and not res.final_answer[1]:
+            status = int(res.final_answer[0])
+        return status, self.describe(res, timeout)
 
     async def close(self) -> None:
         sb, self.sandbox = self.sandbox, None

@@ -44,7 +44,11 @@ DRIVER = r"""
 (() => {
   const steps = %s;
   const out = [], errors = [];
-  let step = null;
+  let step = null, alerts = [];
+  // a dialog would hold the page until the time runs out: what it says is noted instead
+  window.alert = (m) => { alerts.push(String(m)); };
+  window.confirm = (m) => { alerts.push(String(m)); return true; };
+  window.prompt = (m, d) => { alerts.push(String(m)); return d === undefined ? '' : String(d); };
   window.addEventListener('error', (e) => {
     const where = (e.filename || '').split('/').pop();
     const message = e.message || String(e.error);
@@ -53,6 +57,7 @@ DRIVER = r"""
   });
   const visible = (el) => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
   const text = () => (document.body ? document.body.innerText : '').replace(/\s+/g, ' ').trim();
+  const digest = (s) => { let h = 0; for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; return s.length + ':' + h; };
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim().toLowerCase();
   const find = (label) => {
     const want = norm(label);
@@ -73,6 +78,25 @@ DRIVER = r"""
       if (el.isContentEditable) el.textContent = s.arg; else el.value = s.arg;
       el.dispatchEvent(new Event('input', {bubbles: true}));
       el.dispatchEvent(new Event('change', {bubbles: true}));
+    } else if (s.op === 'typeeach') {  // every visible box, a different number each
+      const boxes = [...document.querySelectorAll('input:not([type=button]):not([type=submit]):not([type=checkbox]):not([type=radio]), textarea')].filter(visible);
+      if (!boxes.length) return 'no_input';
+      boxes.slice(0, 6).forEach((el, i) => {
+        el.focus();
+        el.value = String([7, 3, 5, 2, 4, 6][i]);
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+        el.dispatchEvent(new Event('change', {bubbles: true}));
+      });
+    } else if (s.op === 'clickeach') {  // every visible button there now, once, in page order
+      const buttons = [...document.querySelectorAll('button, input[type=button], input[type=submit], [role=button]')].filter(visible).slice(0, 12);
+      if (!buttons.length) return 'no_button';
+      const before = digest(text());
+      let changed = false;  // after any one click: a counter's +1 then its reset end where they began
+      for (const el of buttons) {
+        if (el.isConnected) el.click();
+        changed = changed || digest(text()) !== before;
+      }
+      return changed ? 'changed' : 'same';
     } else if (s.op === 'press') {
       const el = document.activeElement && document.activeElement !== document.body ? document.activeElement : document;
       for (const type of ['keydown', 'keypress', 'keyup'])
@@ -92,7 +116,7 @@ DRIVER = r"""
     step = i;
     let said = '';
     try { said = act(steps[i]); } catch (e) { errors.push({step: i, text: 'Uncaught ' + e, caught: true}); }
-    setTimeout(() => { out.push({said, text: text().slice(0, %d)}); next(i + 1); },
+    setTimeout(() => { const t = text(); out.push({said, text: t.slice(0, %d), sum: digest(t), alerts}); alerts = []; next(i + 1); },
                steps[i].op === 'wait' ? steps[i].ms : 150);
   };
   window.addEventListener('load', () => setTimeout(() => { step = null; next(0); }, 300));
@@ -189,6 +213,8 @@ def worded(page: str, plan: list[dict[str, Any]], done: dict[str, Any],
         key = {"no_button": "try_no_button", "no_input": "try_no_input"}.get(out["said"],
                                                                             "try_step")
         lines.append(say(key, n=i, step=step["line"], shown=out["text"] or say("try_blank")))
+        if out.get("alerts"):
+            lines.append(say("try_alert", said=" | ".join(out["alerts"])[:200]))
         lines += [say("try_error", error=e["text"][:300])
                   for e in done["errors"] if e["step"] == i - 1][:3]
     lines.append(say("try_errors" if done["errors"] else "try_ok"))

@@ -32,6 +32,7 @@ from .. import prompts
 from ..tools.base import MAX_OBSERVATION_CHARS, FunctionTool, Toolbox
 from .commands import Commands, chosen_backend
 from .finish import FinishChecks
+from .verify import Verify
 from .page import chromium as page_chromium
 from . import safe_path, writes
 from .safe_path import Refused
@@ -77,7 +78,7 @@ class WorkspaceError(ValueError):
     retryable = False
 
 
-class Workspace(FinishChecks, Toolbox):
+class Workspace(FinishChecks, Verify, Toolbox):
     """``Workspace(root, language="en", sandbox=None, limits=None)``: the tools ``write_file``,
     ``read_file``, ``list_dir``, ``edit_file`` and ``run_command`` on the folder ``root`` (made if
     missing). ``language`` ("zh"/"en") is the language of the observations. ``max_write_bytes``
