@@ -318,6 +318,7 @@ class Verdict:
     completion_tokens: int = 0
     seconds: float = 0.0
     attempts: int = 0
+    each: list[dict[str, Any]] = field(default_factory=list)  # per attempt: the judge's verdict
     files: dict[str, int] = field(default_factory=dict)
 
 
@@ -440,6 +441,18 @@ def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int,
     v = Verdict(task["id"], task["half"])
     ws = Workspace(folder, language=detect_language(task["task"]), check_pages=True)
     agent = build_coder(model, ws, max_turns, attempts=attempts)
+    judged = [0.0]
+    if attempts > 1:  # each attempt judged as it ends: attempt 1 is the greedy run alone
+        own_check = agent.check
+
+        async def check(text: str, result: Any) -> list[str]:
+            began = time.perf_counter()
+            works, why = await asyncio.to_thread(judge, task, folder)
+            v.each.append({"works": works, "why": why[:160]})
+            judged[0] += time.perf_counter() - began  # not the coder's time
+            return await own_check(text, result)
+
+        agent.check = check
     start = time.perf_counter()
     with (folder.parent / f"{folder.name}.log").open("w", encoding="utf-8") as log:
         async def go() -> None:
@@ -466,7 +479,7 @@ def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int,
                 await ws.close()
 
         asyncio.run(go())
-    v.seconds = time.perf_counter() - start
+    v.seconds = time.perf_counter() - start - judged[0]
     v.files = {p.relative_to(folder).as_posix(): p.stat().st_size
                for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
     v.works, v.reason = judge(task, folder)
