@@ -118,6 +118,8 @@ def test_the_factory_puts_only_the_coder_in_attempts(tmp_path):
         AgentSpec("react", attempts=2)
     with pytest.raises(ValueError, match="1 or more"):
         AgentSpec("code", workspace=ws, attempts=0)
+    with pytest.raises(ValueError, match="use one or the other"):
+        AgentSpec("code", workspace=ws, attempts=2, guard={"journal": tmp_path / "j.db"})
 
 
 def test_tao_code_has_attempts():

@@ -77,6 +77,9 @@ class AgentSpec:
         if self.attempts > 1 and name != CODER:  # what would say an answer failed?
             raise ValueError("attempts > 1 is for the coding agent, whose work the workspace "
                              "checks; for answers use votes")
+        if self.attempts > 1 and self.guard.get("journal") is not None:
+            raise ValueError("a journaled run resumes one run; attempts > 1 starts new ones: "
+                             "use one or the other")
         if self.name is not None and not self.name.strip():
             raise ValueError("an agent's name must not be empty")
         if self.checklist and self.votes > 1:  # one checklist per sampled run: n extra calls
