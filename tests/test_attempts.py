@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 import tao.cli as cli
 from tao import Attempts, ReActAgent, ScriptedModel
 from tao.cli.code import build_coder
-from tao.events import RunFinished, Thought
+from tao.events import Checked, RunFinished, event_from_dict
 from tao.factory import AgentSpec, build_agent
 from tao.workspace import Workspace
 
@@ -40,10 +40,14 @@ def test_a_run_whose_module_does_not_parse_is_run_again_from_an_empty_folder(tmp
     ])
     agent = build_coder(model, ws, attempts=3)
     events = events_of(agent, TASK)
-    said = [e.text for e in events if isinstance(e, Thought) and e.text.startswith("attempt")]
+    said = [e.text for e in events if isinstance(e, Checked)]
     assert said[0].startswith("attempt 1/3: the checks found 1 problem(s):\n- calc.py is not "
                               "valid Python (line 1: expected ':')")
     assert said[1] == "attempt 2/3: the checks passed"
+    first = next(e for e in events if isinstance(e, Checked))
+    assert (first.attempt, first.attempts, first.again) == (1, 3, True)
+    assert first.problems == ["calc.py is not valid Python (line 1: expected ':')"]
+    assert event_from_dict(first.to_dict()) == first  # a trace replays it
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b"
     assert not (tmp_path / "notes.txt").exists()  # the first attempt's files are gone
     result = events[-1].result
@@ -59,7 +63,7 @@ def test_when_no_attempt_passes_the_one_with_fewest_problems_stays(tmp_path):
         write("calc.py", "def add(a, b) return"), write("extra.py", "y ="), FINISH,
     ])
     events = events_of(build_coder(model, ws, attempts=2), TASK)
-    last = [e.text for e in events if isinstance(e, Thought)][-1]
+    last = [e.text for e in events if isinstance(e, Checked)][-1]
     assert last.startswith("attempt 2/2: the checks found 2 problem(s)")
     assert "keeping the attempt with the fewest problems" in last
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b"
@@ -83,7 +87,7 @@ def test_attempts_in_chinese():
     agent = Attempts(ReActAgent(model, []), n=2,
                      check=lambda task, r: ["答案不对"] if r.answer == "第一次" else [])
     events = events_of(agent, "说一个词")
-    said = [e.text for e in events if isinstance(e, Thought)]
+    said = [e.text for e in events if isinstance(e, Checked)]
     assert said == ["第 1/2 次尝试：检查发现 1 个问题：\n- 答案不对\n从第一次尝试之前的文件状态重新开始。",
                     "第 2/2 次尝试：检查通过"]
     assert events[-1].result.answer == "第二次"
@@ -122,6 +126,20 @@ def test_the_factory_puts_only_the_coder_in_attempts(tmp_path):
         AgentSpec("code", workspace=ws, attempts=2, guard={"journal": tmp_path / "j.db"})
 
 
-def test_tao_code_has_attempts():
-    out = CliRunner().invoke(cli.app, ["code", "--help"], env={"COLUMNS": "200"}).output
-    assert "--attempts" in out
+def test_tao_code_attempts_shows_each_check_and_ends_with_the_files_that_passed(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = ScriptedModel([write("calc.py", "def add(a, b) return a + b"), FINISH,
+                           write("calc.py", "def add(a, b):\n    return a + b"), FINISH],
+                          chunk_size=9)
+    monkeypatch.setattr(cli, "resolve_model", lambda spec="auto", timeout=None: model)
+    res = CliRunner().invoke(cli.app, ["code", TASK, "--sandbox", "none", "--attempts", "2"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert ("attempt 1/2: the checks found 1 problem(s):\n- calc.py is not valid Python (line 1: "
+            "expected ':')\nStarting again from the files as they were before the first attempt."
+            in res.stdout)
+    assert "attempt 2/2: the checks passed" in res.stdout
+    assert (tmp_path / "workspace" / "calc.py").read_text() == "def add(a, b):\n    return a + b"
+    assert "--attempts" in CliRunner().invoke(cli.app, ["code", "--help"],
+                                              env={"COLUMNS": "200"}).output

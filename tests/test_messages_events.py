@@ -137,6 +137,8 @@ EVENTS += [  # handoffs (tests/test_handoffs.py covers how it is emitted)
 EVENTS += [  # Agent.checklist (tests/test_checklist.py covers how it is emitted)
     events.Checklist(["点击“加一”：显示 1", "type 3, click Double: 6 shows"]),
     events.Checklist([]),
+    events.Checked(1, 3, ["index.html threw: app.js:3: Uncaught ReferenceError"], True, "第 1/3 次尝试"),
+    events.Checked(2, 3, []),
 ]
 EVENTS += [  # CodeAct (tests/test_codeact.py covers how they are emitted)
     events.CodeExecution("spent = 3 * 12 + 2 * 5\nprint(50 - spent)", 1),

@@ -360,3 +360,20 @@ class Checklist(Event):
 
 
 EVENT_TYPES[Checklist.kind] = Checklist
+
+
+@dataclass(frozen=True, slots=True)
+class Checked(Event):
+    """A run's work checked after it ended, by checks the run did not write (``tao.Attempts``:
+    the coder's project against ``Workspace.verify``): ``problems`` found (none: it passed);
+    ``again``: whether another attempt starts, from the state before the first."""
+
+    kind: ClassVar[str] = "checked"
+    attempt: int
+    attempts: int
+    problems: list[str]
+    again: bool = False
+    text: str = ""  # the same, worded for a person in the task's language
+
+
+EVENT_TYPES[Checked.kind] = Checked

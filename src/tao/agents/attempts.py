@@ -31,7 +31,7 @@ from contextlib import aclosing
 from typing import Any
 
 from .. import prompts
-from ..events import Event, RunFinished, RunStarted, Thought
+from ..events import Checked, Event, RunFinished, RunStarted
 from ..messages import Usage
 from ..models.sampling import Sampling, sampled
 from .base import Agent, Result, detect_language
@@ -101,14 +101,14 @@ class Attempts(Agent):
             if best is None or len(problems) < best[0]:
                 saved = self.state.save() if self.state is not None and problems else None
                 best = (len(problems), last, saved)
-            if not problems:
-                yield Thought(prompts.render(t["passed"], run=str(run + 1), runs=str(self.n)),
-                              turns)
-                break
+            again = bool(problems) and run + 1 < self.n
+            key = "passed" if not problems else "again" if again else "last"
             listed = "\n".join(f"- {p}" for p in problems[:5])
-            key = "again" if run + 1 < self.n else "last"
-            yield Thought(prompts.render(t[key], run=str(run + 1), runs=str(self.n),
-                                         count=str(len(problems)), problems=listed), turns)
+            yield Checked(run + 1, self.n, problems, again, prompts.render(
+                t[key], run=str(run + 1), runs=str(self.n), count=str(len(problems)),
+                problems=listed))
+            if not problems:
+                break
         assert best is not None
         count, result, saved = best
         if count and self.state is not None and saved is not None:

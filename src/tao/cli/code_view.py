@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..events import (Action, ApprovalDecided, Checklist, Error, Event, FinalAnswer, ModelRetry,
-                      Observation, RunFinished, RunStarted, Thought, TokenDelta, TurnStarted)
+from ..events import (Action, ApprovalDecided, Checked, Checklist, Error, Event, FinalAnswer,
+                      ModelRetry, Observation, RunFinished, RunStarted, Thought, TokenDelta,
+                      TurnStarted)
 
 TEXTS = {
     "zh": {"task": "任务：", "workspace": "工作区：", "turn": "第 {n} 轮", "answer": "最终答案：",
@@ -90,6 +91,9 @@ class CodeView:
             if event.turn:  # what streamed is dropped: the retry streams anew (the checklist:
                 self._streamed = False  # its one "writing" line stays)
             self._line((self.t["retry"].format(n=event.attempt, s=event.delay_s, why=event.reason), "dim"))
+        elif kind is Checked:  # an attempt's project checked after its run (--attempts)
+            self.console.print()
+            self._line((event.text, "bold green" if not event.problems else "bold yellow"))
         elif kind is Thought and not self._streamed:
             self._line(("Thought: ", "bold cyan"), event.text)
         elif kind is Action:

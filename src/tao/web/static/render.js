@@ -172,6 +172,8 @@ export class RunView {
         for (const item of ev.items || []) list.append(el("li", { text: item }));
         return this.entry("kind.checklist", list);
       }
+      case "checked": // the project checked after an attempt (--attempts): passed, or what failed
+        return this.entry("kind.checked", this.text(ev.text), (ev.problems || []).length ? "warn" : "");
       case "plan_created": case "replanned":
         this.closeStream(ev.turn);
         this.dag.setPlan(ev.steps || []);

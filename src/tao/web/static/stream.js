@@ -9,7 +9,7 @@ export const EVENT_TYPES = ["run_started", "turn_started", "token", "token_delta
   "thought", "action", "observation", "final_answer", "error", "run_finished",
   "approval_requested", "approval_decided", "plan_created", "step_started", "step_finished",
   "step_retried", "step_failed", "step_skipped", "replanned", "nested", "code", "execution",
-  "handed_off", "checklist"];
+  "handed_off", "checklist", "checked"];
 
 export class RunStream {
   constructor(runId, { onEvent, onEnd, onState }) {
