@@ -432,7 +432,7 @@ def judge(task: dict[str, Any], folder: Path) -> tuple[bool, str]:
 
 # -- the agent ------------------------------------------------------------------------------------
 def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int,
-             attempts: int = 1) -> Verdict:
+             attempts: int = 1, repair: bool = False) -> Verdict:
     from tao.cli.code import build_coder
     from tao.events import RunFinished, RunStarted, Thought, TokenDelta, TurnStarted, Observation
     from tao.lang import detect_language
@@ -442,6 +442,8 @@ def run_task(model: Any, task: dict[str, Any], folder: Path, max_turns: int,
     ws = Workspace(folder, language=detect_language(task["task"]), check_pages=True)
     agent = build_coder(model, ws, max_turns, attempts=attempts)
     judged = [0.0]
+    if attempts > 1 and repair:  # tao.Attempts(repair=True): keep the files, say the problems
+        agent.repair = True
     if attempts > 1:  # each attempt judged as it ends: attempt 1 is the greedy run alone
         own_check = agent.check
 
@@ -493,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="local", choices=("local", "local-0.5b", "local-1.5b"))
     ap.add_argument("--max-turns", type=int, default=15, help="tao code's default")
     ap.add_argument("--attempts", type=int, default=1, help="tao code --attempts")
+    ap.add_argument("--repair", action="store_true",
+                    help="with --attempts: a new attempt keeps the files and is told the problems")
     ap.add_argument("--keep", help="keep each task's folder and stream log here")
     ap.add_argument("--json", help="append one JSON line per task; tasks already in it are skipped")
     ap.add_argument("--judge-only", help="judge the folders under this --keep dir, run nothing")
@@ -520,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         folder = keep / t["id"]
         shutil.rmtree(folder, ignore_errors=True)
-        v = run_task(model, t, folder, args.max_turns, args.attempts)
+        v = run_task(model, t, folder, args.max_turns, args.attempts, args.repair)
         print(f"| {v.id} | {v.half} | {'yes' if v.works else 'no'} | {v.turns} | {v.tool_calls} | "
               f"{v.prompt_tokens}+{v.completion_tokens} | {v.seconds:.0f} | "
               f"{v.reason.replace('|', '/')[:160]} |", flush=True)

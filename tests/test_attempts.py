@@ -143,3 +143,20 @@ def test_tao_code_attempts_shows_each_check_and_ends_with_the_files_that_passed(
     assert (tmp_path / "workspace" / "calc.py").read_text() == "def add(a, b):\n    return a + b"
     assert "--attempts" in CliRunner().invoke(cli.app, ["code", "--help"],
                                               env={"COLUMNS": "200"}).output
+
+
+def test_repair_keeps_the_files_and_tells_the_next_run_the_problems(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    model = ScriptedModel([
+        write("calc.py", "def add(a, b) return a + b"), write("notes.txt", "kept"), FINISH,
+        write("calc.py", "def add(a, b):\n    return a + b"), FINISH,
+    ])
+    agent = Attempts(build_coder(model, ws), n=2, check=ws.verify, state=ws, repair=True)
+    events = events_of(agent, TASK)
+    said = [e.text for e in events if isinstance(e, Checked)]
+    assert said[0].endswith("Running again on these files, told the problems.")
+    assert said[1] == "attempt 2/2: the checks passed"
+    second_task = model.calls[3][1].content  # the second run's first call: system, then task
+    assert second_task.startswith(TASK + "\n\nThe folder already holds an earlier attempt")
+    assert "- calc.py is not valid Python (line 1: expected ':')" in second_task
+    assert (tmp_path / "notes.txt").read_text() == "kept"  # nothing put back

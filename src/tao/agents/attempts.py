@@ -40,13 +40,17 @@ Check = Callable[[str, Result], "list[str] | Awaitable[list[str]]"]
 
 
 class Attempts(Agent):
-    """``Attempts(agent, n=3, *, check, state=None, temperature=0.7, seed=1)``."""
+    """``Attempts(agent, n=3, *, check, state=None, temperature=0.7, seed=1, repair=False)``.
+
+    ``repair=True``: a new attempt does not start over - it keeps the files and is told, after
+    the task, the problems the check found (greedy, since its prompt differs)."""
 
     name = "attempts"
     takes_checklist = False  # its agent writes one, each run
 
     def __init__(self, agent: Agent, n: int = 3, *, check: Check, state: Any = None,
-                 temperature: float = 0.7, seed: int = 1, language: str | None = None):
+                 temperature: float = 0.7, seed: int = 1, repair: bool = False,
+                 language: str | None = None):
         if not isinstance(agent, Agent):
             raise TypeError(f"Attempts needs an Agent to run, not {agent!r}")
         if n < 1:
@@ -61,6 +65,7 @@ class Attempts(Agent):
             raise TypeError("state must have save() and restore(saved) (a Workspace has)")
         self.agent, self.n, self.check, self.state = agent, n, check, state
         self.temperature, self.seed, self.language = temperature, seed, language
+        self.repair = repair
         self.model = getattr(agent, "model", None)
         self.toolbox = getattr(agent, "toolbox", None)
         self.name = f"{agent.name}-attempts{n}"
@@ -80,13 +85,13 @@ class Attempts(Agent):
         first = self.state.save() if self.state is not None else None
         usage, turns, calls = Usage(), 0, 0
         best: tuple[int, Result, Any] | None = None  # (problems, result, saved state)
+        asked, chosen = task, None  # the first run: the task, the model's own decoding
         for run in range(self.n):
-            if run and self.state is not None:
+            if run and self.state is not None and not self.repair:
                 self.state.restore(first)
             last: Result | None = None
-            inner = self.agent.stream(task, deps=given.deps, output_type=given.output_type,
+            inner = self.agent.stream(asked, deps=given.deps, output_type=given.output_type,
                                       history=given.history)
-            chosen = None if run == 0 else Sampling(self.temperature, self.seed + run - 1)
             async with aclosing(sampled(inner, chosen)) as events:
                 async for event in events:
                     if type(event) is RunFinished:
@@ -102,8 +107,13 @@ class Attempts(Agent):
                 saved = self.state.save() if self.state is not None and problems else None
                 best = (len(problems), last, saved)
             again = bool(problems) and run + 1 < self.n
-            key = "passed" if not problems else "again" if again else "last"
+            key = "passed" if not problems else "last" if not again else \
+                "again_repair" if self.repair else "again"
             listed = "\n".join(f"- {p}" for p in problems[:5])
+            if self.repair:
+                asked = prompts.render(t["repair"], task=task, problems=listed)
+            else:
+                chosen = Sampling(self.temperature, self.seed + run)
             yield Checked(run + 1, self.n, problems, again, prompts.render(
                 t[key], run=str(run + 1), runs=str(self.n), count=str(len(problems)),
                 problems=listed))
