@@ -99,6 +99,14 @@ def test_a_command_that_fails_is_a_problem_with_its_last_lines(tmp_path):
     assert "IndexError: list index out of range" in problems[0]
 
 
+@needs_bwrap
+def test_a_command_still_running_when_its_time_is_up_is_no_verdict(tmp_path, monkeypatch):
+    monkeypatch.setattr(verify_module, "COMMAND_TIMEOUT_S", 2)
+    ws = Workspace(tmp_path)
+    ws.write_file("serve.py", "import time\nprint('serving on :8000', flush=True)\ntime.sleep(60)\n")
+    assert checked(ws, "A server: `python serve.py` serves the page") == []
+
+
 # -- pages ----------------------------------------------------------------------------------------
 @pytest.fixture
 def browser():

@@ -8,7 +8,8 @@ run did not write itself. Those checks are here, and need no model:
 - every ``.py`` file parses;
 - with a sandbox: the project's tests pass (``python3 -m pytest -q`` where there are test
   files), and each command the task shows in backquotes (`python primes.py 10`) exits 0 and
-  prints what the task says it prints (one with a placeholder such as ``FILE`` is skipped);
+  prints what the task says it prints (one with a placeholder such as ``FILE`` is skipped, and
+  one still running after 60 s - a server - says nothing either way);
 - with Chromium: each page, opened confined as ``try_page`` opens it, takes a number in every
   input box and a click on every button, twice over (so buttons the first clicks made, such as
   a list item's Remove, are clicked too) and an arrow key, and nothing throws; where it has
@@ -37,6 +38,7 @@ from . import safe_path
 SAVE_CAP_BYTES = 64 << 20
 SAVE_CAP_FILES = 2000
 _CACHES = {"__pycache__", ".pytest_cache"}
+COMMAND_TIMEOUT_S = 60  # one command the task shows; the project's tests get twice that
 #: an argument the user fills in: `python wordcount.py FILE`, `python primes.py N`, `<path>`
 _PLACEHOLDER = re.compile(r"(?<![\w.-])[A-Z][A-Z_]*(?![\w.-])|<[^>]+>|\.\.\.")
 _SMOKE = [{"op": "wait", "ms": 1}, {"op": "typeeach"}, {"op": "clickeach"},
@@ -132,7 +134,8 @@ class Verify:
 
         problems: list[str] = []
         if any(_is_test(p) for p in self._py_files()):
-            code, out = await self._commands.status("python3 -m pytest -q -x -p no:cacheprovider", 120)
+            code, out = await self._commands.status("python3 -m pytest -q -x -p no:cacheprovider",
+                                                    2 * COMMAND_TIMEOUT_S)
             if code != 0:
                 problems.append(str(self._say("verify_tests", out=_tail(out))))
         expected = {c: e for c, e in _TASK_EXAMPLE.findall(task)}
@@ -141,7 +144,9 @@ class Verify:
                 continue  # `python wordcount.py FILE`: the user puts a file there
             if command.split()[0] == "pytest" and problems:
                 continue
-            code, out = await self._commands.status(command, 60)
+            code, out = await self._commands.status(command, COMMAND_TIMEOUT_S)
+            if code is None:
+                continue  # still running after 60 s: a server, or a loop - no verdict either way
             if code != 0:
                 problems.append(str(self._say("verify_command", command=command, out=_tail(out))))
             elif command in expected and _words(_printed(out)) != _words(expected[command]):
