@@ -80,6 +80,8 @@ def test_the_projects_tests_and_the_tasks_commands_run(tmp_path):
     assert len(problems) == 2, problems  # `python primes.py N` is the user's to fill in: skipped
     assert problems[0].startswith("the tests fail (python3 -m pytest -q): ")
     assert "assert [2, 3, 5, 7] == [2, 3, 5, 7, 9]" in problems[0]
+    assert "FAILED test_primes.py::test_ten" in problems[0]
+    assert "===" not in problems[0] and "!!!" not in problems[0]  # what matters, not pytest's rules
     assert problems[1] == ("the task says python primes.py 10 prints 2 3 5 7, but it printed "
                            "[2, 3, 5, 7]")
     ws = Workspace(tmp_path)

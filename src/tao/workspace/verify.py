@@ -137,7 +137,7 @@ class Verify:
             code, out = await self._commands.status("python3 -m pytest -q -x -p no:cacheprovider",
                                                     2 * COMMAND_TIMEOUT_S)
             if code != 0:
-                problems.append(str(self._say("verify_tests", out=_tail(out))))
+                problems.append(str(self._say("verify_tests", out=_pytest_tail(out))))
         expected = {c: e for c, e in _TASK_EXAMPLE.findall(task)}
         for command in dict.fromkeys(_TASK_COMMAND.findall(task)):
             if _PLACEHOLDER.search(command.split(None, 1)[-1] if " " in command else ""):
@@ -206,6 +206,17 @@ def _walk(root: Path) -> list[tuple[str, Path]]:
 
 
 def _tail(out: str, lines: int = 6) -> str:
-    """The last lines of a command's output, where pytest and Python put what failed."""
-    kept = [line for line in out.rstrip().splitlines() if line.strip()][-lines:]
-    return " / ".join(line.strip() for line in kept)[:400]
+    """The last lines of a command's output, where pytest and Python put what failed; pytest's
+    rules of ``=`` and ``!`` left out (a small model told the problems copies them back)."""
+    kept = [line.strip().strip("=! ").strip() for line in out.rstrip().splitlines()]
+    kept = [line for line in kept if line and not line.startswith("short test summary")]
+    return " / ".join(kept[-lines:])[:400]
+
+
+def _pytest_tail(out: str) -> str:
+    """What a failed pytest run says matters: its ``E`` lines (what was asserted and got), the
+    ``FAILED``/``ERROR`` lines and the count; the rest is where it happened."""
+    lines = out.splitlines()
+    said = [line.strip() for line in lines if line.lstrip().startswith("E ")][:3]
+    said += [line.strip() for line in lines if line.startswith(("FAILED ", "ERROR "))][:3]
+    return " / ".join(dict.fromkeys(said))[:400] if said else _tail(out)
