@@ -160,3 +160,17 @@ def test_repair_keeps_the_files_and_tells_the_next_run_the_problems(tmp_path):
     assert second_task.startswith(TASK + "\n\nThe folder already holds an earlier attempt")
     assert "- calc.py is not valid Python (line 1: expected ':')" in second_task
     assert (tmp_path / "notes.txt").read_text() == "kept"  # nothing put back
+
+
+def test_a_check_that_raises_ends_the_attempts_and_keeps_the_files(tmp_path):
+    ws = Workspace(tmp_path, sandbox=False)
+    model = ScriptedModel([write("calc.py", "def add(a, b):\n    return a + b"), FINISH])
+
+    def broken(task, result):
+        raise RuntimeError("the sandbox is gone")
+
+    events = events_of(Attempts(build_coder(model, ws), n=3, check=broken, state=ws), TASK)
+    [checked] = [e for e in events if isinstance(e, Checked)]
+    assert checked.text == ("attempt 1/3: the checks could not run (RuntimeError: the sandbox is "
+                            "gone); no more attempts, this one's files stay.")
+    assert (tmp_path / "calc.py").exists() and events[-1].result.ok

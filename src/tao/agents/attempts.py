@@ -70,11 +70,17 @@ class Attempts(Agent):
         self.toolbox = getattr(agent, "toolbox", None)
         self.name = f"{agent.name}-attempts{n}"
 
-    async def _problems(self, task: str, result: Result) -> list[str]:
-        found = self.check(task, result)
-        if inspect.isawaitable(found):
-            found = await found
-        return [str(p) for p in (found or ())]
+    async def _problems(self, task: str, result: Result) -> tuple[list[str], bool]:
+        """The check's problems, and whether it ran: a check that raised (a sandbox gone, a
+        browser that crashed) says nothing of the work - it ends the attempts, and what the
+        last run made stays as it is."""
+        try:
+            found = self.check(task, result)
+            if inspect.isawaitable(found):
+                found = await found
+        except Exception as e:  # noqa: BLE001 - said, not raised: the run's work is kept
+            return [f"{type(e).__name__}: {e}"], False
+        return [str(p) for p in (found or ())], True
 
     async def loop(self, task: str, run_id: str) -> AsyncIterator[Event]:
         start = time.perf_counter()
@@ -102,7 +108,12 @@ class Attempts(Agent):
                 raise RuntimeError(f"{self.agent.name} ended a run without RunFinished")
             usage.add(last.usage)
             turns, calls = turns + last.turns, calls + last.tool_calls
-            problems = await self._problems(task, last)
+            problems, ran = await self._problems(task, last)
+            if not ran:
+                yield Checked(run + 1, self.n, problems, False, prompts.render(
+                    t["broken"], run=str(run + 1), runs=str(self.n), error=problems[0]))
+                best = (0, last, None)  # nothing known against it: this run's files stay
+                break
             if best is None or len(problems) < best[0]:
                 saved = self.state.save() if self.state is not None and problems else None
                 best = (len(problems), last, saved)
