@@ -34,6 +34,7 @@ def test_restore_puts_the_folder_back_and_keeps_what_was_there(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "in.csv").write_text("a,b\n")
     os.symlink("/etc/hostname", tmp_path / "link")
+    (tmp_path / "empty").mkdir()
     ws = Workspace(tmp_path, sandbox=False)
     saved = ws.save()
     ws.write_file("notes.md", "overwritten")
@@ -41,11 +42,14 @@ def test_restore_puts_the_folder_back_and_keeps_what_was_there(tmp_path):
     (tmp_path / "data" / "__pycache__").mkdir()
     (tmp_path / "data" / "__pycache__" / "m.pyc").write_bytes(b"\0")
     (tmp_path / "data" / "in.csv").unlink()
+    (tmp_path / "link").unlink()
+    (tmp_path / "link").write_text("a file where the link was")
+    (tmp_path / "empty").rmdir()
     ws.restore(saved)
     assert (tmp_path / "notes.md").read_text() == "mine\n"
     assert (tmp_path / "data" / "in.csv").read_text() == "a,b\n"
-    assert os.readlink(tmp_path / "link") == "/etc/hostname"  # never touched, never followed
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "link", "notes.md"]
+    assert os.readlink(tmp_path / "link") == "/etc/hostname"  # put back, never followed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "empty", "link", "notes.md"]
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["in.csv"]
     assert ws.write_file("pkg/mod.py", "x = 1").startswith("wrote")  # the bookkeeping too
 

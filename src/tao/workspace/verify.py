@@ -50,7 +50,8 @@ class Saved:
     """A workspace as ``save`` found it."""
 
     files: dict[str, bytes] = field(default_factory=dict)
-    links: set[str] = field(default_factory=set)
+    links: dict[str, str] = field(default_factory=dict)  # path -> where the link points
+    dirs: set[str] = field(default_factory=set)
     wrote: dict[str, str] = field(default_factory=dict)
     made: int = 0
 
@@ -78,7 +79,10 @@ class Verify:
         size = 0
         for rel, path in _walk(self.root):
             if path.is_symlink():
-                saved.links.add(rel)
+                saved.links[rel] = os.readlink(path)
+                continue
+            if path.is_dir():
+                saved.dirs.add(rel)
                 continue
             if not path.is_file():
                 continue
@@ -94,20 +98,28 @@ class Verify:
     def restore(self, saved: Saved) -> None:
         """The folder as ``saved``: files the runs added removed, changed ones written back."""
         for rel, path in sorted(_walk(self.root), key=lambda p: -p[0].count("/")):
-            if rel in saved.files or rel in saved.links:
-                continue
-            if path.is_symlink() or not path.is_dir():
+            link = path.is_symlink()
+            if (rel in saved.links and link and os.readlink(path) == saved.links[rel]) or \
+                    (rel in saved.dirs and path.is_dir() and not link) or \
+                    (rel in saved.files and path.is_file() and not link):
+                continue  # as it was (a file's content is compared below)
+            if link or not path.is_dir():
                 path.unlink(missing_ok=True)
-            elif path.name in _CACHES:
-                shutil.rmtree(path, ignore_errors=True)
-            elif not any(f.startswith(rel + "/") for f in [*saved.files, *saved.links]):
+            elif path.name in _CACHES or rel in saved.files or rel in saved.links:
+                shutil.rmtree(path, ignore_errors=True)  # never follows a link inside
+            else:
                 try:
-                    path.rmdir()
+                    path.rmdir()  # empty by now, unless it holds what was there before
                 except OSError:
                     pass
+        for rel in sorted(saved.dirs, key=lambda d: d.count("/")):
+            (self.root / rel).mkdir(exist_ok=True)
+        for rel, target in saved.links.items():
+            if not (self.root / rel).is_symlink():
+                os.symlink(target, self.root / rel)
         for rel, data in saved.files.items():
             path = self.root / rel
-            if path.is_symlink() or not path.is_file() or path.read_bytes() != data:
+            if not path.is_file() or path.read_bytes() != data:
                 safe_path.write_atomic(str(self.root), rel.split("/"), data, owner=self._owner)
         self._checks_start()
         self._wrote, self._read_ours, self._made = dict(saved.wrote), {}, saved.made
