@@ -29,8 +29,9 @@ class AgentSpec:
     workspace's tools only); ``guard``: the guardrail keywords of ``tao.guard.Guard`` (``deny=``,
     ``require_approval=``, ``audit=``, ``journal=``...); ``memory``: the agent's ``memory=``;
     ``votes`` > 1: inside ``tao.Vote``; ``attempts`` > 1 (the coder): inside ``tao.Attempts``,
-    run again from the files as they were while ``Workspace.verify`` finds problems; ``helpers``: CodeAct's arithmetic helpers (off where a
-    benchmark's own functions are the point); ``workspace``: the coder's ``Workspace``;
+    run again from the files as they were while ``Workspace.verify`` finds problems;
+    ``helpers``: CodeAct's arithmetic helpers (off where a benchmark's own functions are the
+    point); ``workspace``: the coder's ``Workspace``;
     ``checklist``: before its first turn the model writes the behaviours a user will check,
     shown and then checked (``Agent.checklist``; off by default: on the coder it did not raise
     the share of projects that work, BENCHMARKS.md).
