@@ -165,3 +165,20 @@ def test_votes_fix_a_model_right_only_when_sampled(monkeypatch, tmp_path):
     row = json.loads(voted.stdout)["agents"][0]
     assert (plain["solved"], row["solved"], row["mean_turns"]) == (0, 3, 3)
     assert json.loads((tmp_path / "run.json").read_text())["votes"] == 3
+
+
+def test_an_answer_with_half_an_emoji_is_kept_and_reported(monkeypatch, tmp_path):
+    """A model wrote a lone surrogate (half of an emoji, as the JSON escape \\ud83d): tao eval
+    crashed writing its record (2026-12-08). Now it is written as its escape and read back."""
+    model = ScriptedModel(["\ud83d 答案是 42"] * 3)
+    monkeypatch.setattr("tao.models.resolve.resolve_model", lambda spec="auto", **o: model)
+    out = tmp_path / "run"
+    args = ["eval", "calculator", "-a", "react", "--limit", "2", "--out", str(out)]
+    result = runner.invoke(cli.app, args, env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    assert [r["answer"] for r in records] == ["\ud83d 答案是 42"] * 2  # the same string back
+    assert "\\ud83d" in (out / "transcripts.jsonl").read_text("utf-8")
+    assert "| ReAct |" in (out / "report.md").read_text("utf-8")
+    again = runner.invoke(cli.app, args, env={"COLUMNS": "160"})  # resumed: read back, not rerun
+    assert again.exit_code == 0 and model.remaining == 1

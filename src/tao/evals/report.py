@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compare import ARCHITECTURE
+from ..safe_json import escape_surrogates
 
 
 def summarize(records: Sequence[dict[str, Any]], agents: Sequence[str]) -> list[dict[str, Any]]:
@@ -144,7 +145,9 @@ def write(out: str | Path, rows: Sequence[dict[str, Any]], records: Sequence[dic
     """``report.md`` and ``scores.svg`` in ``out``; returns their paths."""
     out = Path(out)
     paths = [out / "report.md", out / "scores.svg"]
-    paths[0].write_text(markdown(rows, records, meta, command), encoding="utf-8")
+    # an answer may hold a lone surrogate (half an emoji a model wrote as a JSON escape)
+    paths[0].write_text(escape_surrogates(markdown(rows, records, meta, command)),
+                        encoding="utf-8")
     paths[1].write_text(svg(rows, f"tao eval {meta.get('suite', '')}: score per agent"),
                         encoding="utf-8")
     return paths

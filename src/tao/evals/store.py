@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..safe_json import dumps
+
 
 class Store:
     """Records by (agent, task id); in memory only when ``out`` is None.
@@ -94,9 +96,9 @@ class Store:
             line = {"task_id": record["task_id"], "agent": record["agent"],
                     "correct": record["correct"], "messages": messages}
             with open(self.path.parent / "transcripts.jsonl", "a", encoding="utf-8") as f:
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                f.write(dumps(line) + "\n")
         with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.write(dumps(record) + "\n")  # a lone surrogate a model wrote: its escape
 
 
 def _drop_cut_line(path: Path) -> None:
