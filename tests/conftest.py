@@ -118,3 +118,15 @@ def _ancestor_modes(*paths: str) -> dict[str, int]:
                 break
             path = parent
     return modes
+
+
+@pytest.fixture
+def browser():
+    """Chromium for the page checks of the workspace (``tao.workspace.page``); CI has one
+    (.ci/run), and with TAO_REQUIRE_BROWSER=1 a missing one fails instead of skipping."""
+    from tao.workspace import page as workspace_page
+
+    if workspace_page.chromium() is None:
+        if os.environ.get("TAO_REQUIRE_BROWSER") == "1":
+            pytest.fail("TAO_REQUIRE_BROWSER=1 but no Chromium", pytrace=False)
+        pytest.skip("no Chromium here (apt-get install -y chromium)")

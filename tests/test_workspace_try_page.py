@@ -1,13 +1,11 @@
 """try_page: the coder uses its page as a person would - clicks, types, reads (issue 27, point 1)."""
 
 import asyncio
-import os
 
 import pytest
 
 from tao.messages import ToolCall
 from tao.workspace import Workspace
-from tao.workspace import page as workspace_page
 from tao.workspace.page_try import StepError, parse
 
 from sandbox_backends import skip_mark
@@ -28,14 +26,6 @@ TODO_JS = """document.getElementById('add').onclick = () => {
 COUNTER = """<html><head><meta charset="utf-8"></head><body><span id="n">0</span>
 <button onclick="n.textContent = +n.textContent + 1">加一</button>
 <button onclick="n.textContent = 0">清零</button></body></html>"""
-
-
-@pytest.fixture
-def browser():
-    if workspace_page.chromium() is None:  # CI has one (.ci/run): there a missing one fails
-        if os.environ.get("TAO_REQUIRE_BROWSER") == "1":
-            pytest.fail("TAO_REQUIRE_BROWSER=1 but no Chromium", pytrace=False)
-        pytest.skip("no Chromium here (apt-get install -y chromium)")
 
 
 def call(ws, name, **arguments):

@@ -10,7 +10,6 @@ import pytest
 
 from tao.messages import ToolCall
 from tao.workspace import Workspace
-from tao.workspace import page as workspace_page
 from tao.workspace import verify as verify_module
 
 from sandbox_backends import skip_mark
@@ -114,14 +113,6 @@ def test_a_command_still_running_when_its_time_is_up_is_no_verdict(tmp_path, mon
 
 
 # -- pages ----------------------------------------------------------------------------------------
-@pytest.fixture
-def browser():
-    if workspace_page.chromium() is None:  # CI has one (.ci/run): there a missing one fails
-        if os.environ.get("TAO_REQUIRE_BROWSER") == "1":
-            pytest.fail("TAO_REQUIRE_BROWSER=1 but no Chromium", pytrace=False)
-        pytest.skip("no Chromium here (apt-get install -y chromium)")
-
-
 DOUBLE = """<html><body><input id="n" type="number"><button id="b">Double</button>
 <script>b.onclick = () => alert(n.value * 2);</script></body></html>"""
 TODO = """<html><body><input id="item"><button id="add">Add</button><ul id="list"></ul><script>

@@ -35,6 +35,7 @@ from ..events import Checked, Event, RunFinished, RunStarted
 from ..messages import Usage
 from ..models.sampling import Sampling, sampled
 from .base import Agent, Result, detect_language
+from .inner import InnerRun
 
 Check = Callable[[str, Result], "list[str] | Awaitable[list[str]]"]
 
@@ -95,17 +96,14 @@ class Attempts(Agent):
         for run in range(self.n):
             if run and self.state is not None and not self.repair:
                 self.state.restore(first)
-            last: Result | None = None
-            inner = self.agent.stream(asked, deps=given.deps, output_type=given.output_type,
-                                      history=given.history)
-            async with aclosing(sampled(inner, chosen)) as events:
+            inner = InnerRun(sampled(self.agent.stream(
+                asked, deps=given.deps, output_type=given.output_type, history=given.history),
+                chosen), self.agent.name)
+            async with aclosing(inner.events()) as events:
                 async for event in events:
-                    if type(event) is RunFinished:
-                        last = event.result
-                    else:
-                        yield event
-            if last is None:  # pragma: no cover - every agent's stream ends with RunFinished
-                raise RuntimeError(f"{self.agent.name} ended a run without RunFinished")
+                    yield event
+            last = inner.result
+            assert last is not None
             usage.add(last.usage)
             turns, calls = turns + last.turns, calls + last.tool_calls
             problems, ran = await self._problems(task, last)

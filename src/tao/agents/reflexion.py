@@ -42,6 +42,7 @@ from .. import prompts
 from ..events import Error, Event, RunFinished, RunStarted, Thought
 from ..messages import Message, Usage
 from .base import Agent, Result, detect_language, make_guard
+from .inner import InnerRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +127,14 @@ class Reflexion(Agent):
             if block and hasattr(getattr(self.agent, "memory", None), "prompt_text"):
                 self.agent.memory.prompt_text.add(block)  # the agent's memory never keeps it
             attempt = task + block
-            result = None
-            trial_events = self.agent.stream(attempt, deps=given.deps, output_type=given.output_type,
-                                             history=given.history)
-            async with aclosing(_child_of(run, trial_events)) as events:
+            inner = InnerRun(_child_of(run, self.agent.stream(
+                attempt, deps=given.deps, output_type=given.output_type, history=given.history)),
+                self.agent.name)
+            async with aclosing(inner.events()) as events:
                 async for event in events:
-                    if type(event) is RunFinished:
-                        result = event.result
-                    else:
-                        yield event
+                    yield event
+            result = inner.result
+            assert result is not None
             usage.add(result.usage)
             turns, calls = turns + result.turns, calls + result.tool_calls
             if _spent(run):  # a budget of the whole run: no verdict, no reflection, no retry

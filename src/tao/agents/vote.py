@@ -36,6 +36,7 @@ from ..events import Event, RunFinished, RunStarted, Thought
 from ..messages import Usage
 from ..models.sampling import Sampling, sampled
 from .base import Agent, Result, detect_language
+from .inner import InnerRun
 
 
 def _tools(agent: Any) -> Iterator[Any]:
@@ -127,17 +128,14 @@ class Vote(Agent):
         votes: dict[Hashable, list[Result]] = {}  # in the order answers were first reached
         last: Result | None = None
         for run in range(self.n):
-            last = None  # this run's, once its RunFinished came
-            inner = self.agent.stream(task, deps=given.deps, output_type=given.output_type,
-                                      history=given.history)
-            async with aclosing(sampled(inner, self._sampling(run))) as events:
+            inner = InnerRun(sampled(self.agent.stream(
+                task, deps=given.deps, output_type=given.output_type, history=given.history),
+                self._sampling(run)), self.agent.name)
+            async with aclosing(inner.events()) as events:
                 async for event in events:
-                    if type(event) is RunFinished:
-                        last = event.result
-                    else:
-                        yield event
-            if last is None:  # pragma: no cover - every agent's stream ends with RunFinished
-                raise RuntimeError(f"{self.agent.name} ended a run without RunFinished")
+                    yield event
+            last = inner.result
+            assert last is not None
             usage.add(last.usage)
             turns, calls = turns + last.turns, calls + last.tool_calls
             if last.ok:
